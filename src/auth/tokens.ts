@@ -1,0 +1,60 @@
+import { randomUUID } from 'node:crypto';
+import { errors as joseErrors, jwtVerify, SignJWT, type JWTPayload } from 'jose';
+
+export const ACCESS_TOKEN_TTL_S = 60 * 60;
+export const REFRESH_TOKEN_TTL_S = 7 * 24 * 60 * 60;
+const ALG = 'HS256';
+const ISSUER = 'data-import-service';
+
+export type TokenUse = 'access' | 'refresh';
+
+export interface Claims {
+  sub: string;
+  iat: number;
+  exp: number;
+}
+
+export type VerifyResult =
+  | { ok: true; claims: Claims }
+  | { ok: false; reason: 'expired' | 'invalid' };
+
+/** Signs and verifies our HS256 tokens. The algorithm is pinned: `alg: none` and others are refused. */
+export class TokenService {
+  private readonly key: Uint8Array;
+
+  constructor(secret: string, private readonly now: () => Date) {
+    if (Buffer.byteLength(secret) < 32) throw new Error('token secret must be at least 32 bytes');
+    this.key = new TextEncoder().encode(secret);
+  }
+
+  async issue(subject: string, use: TokenUse): Promise<{ token: string; claims: Claims }> {
+    const iat = Math.floor(this.now().getTime() / 1000);
+    const exp = iat + (use === 'access' ? ACCESS_TOKEN_TTL_S : REFRESH_TOKEN_TTL_S);
+    const token = await new SignJWT({ use })
+      .setProtectedHeader({ alg: ALG, typ: 'JWT' })
+      .setSubject(subject)
+      .setIssuer(ISSUER)
+      .setIssuedAt(iat)
+      .setExpirationTime(exp)
+      .setJti(randomUUID())
+      .sign(this.key);
+    return { token, claims: { sub: subject, iat, exp } };
+  }
+
+  async verify(token: string, use: TokenUse): Promise<VerifyResult> {
+    try {
+      const { payload } = await jwtVerify(token, this.key, {
+        algorithms: [ALG],
+        issuer: ISSUER,
+        currentDate: this.now(),
+        clockTolerance: 0,
+        requiredClaims: ['sub', 'iat', 'exp'],
+      });
+      if ((payload as JWTPayload & { use?: unknown }).use !== use) return { ok: false, reason: 'invalid' };
+      return { ok: true, claims: { sub: payload.sub!, iat: payload.iat!, exp: payload.exp! } };
+    } catch (err) {
+      if (err instanceof joseErrors.JWTExpired) return { ok: false, reason: 'expired' };
+      return { ok: false, reason: 'invalid' };
+    }
+  }
+}

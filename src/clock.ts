@@ -1,0 +1,26 @@
+/** Time as the service sees it: injectable so tests can move it without sleeping. */
+export interface Clock {
+  now(): Date;
+}
+
+export const systemClock: Clock = { now: () => new Date() };
+
+/** A clock tests can set and advance. */
+export class FakeClock implements Clock {
+  constructor(private current: Date = new Date()) {}
+  now(): Date {
+    return new Date(this.current.getTime());
+  }
+  set(date: Date): void {
+    this.current = new Date(date.getTime());
+  }
+  advance(ms: number): void {
+    this.current = new Date(this.current.getTime() + ms);
+  }
+}
+
+/** The calendar date in UTC (YYYY-MM-DD): "today" for every date rule, whatever the server's zone. */
+export const utcDate = (d: Date): string => d.toISOString().slice(0, 10);
+
+/** The interface's datetime form, `YYYY-MM-DDTHH:MM:SSZ` (UTC, whole seconds). */
+export const formatDatetime = (d: Date): string => d.toISOString().replace(/\.\d{3}Z$/, 'Z');

@@ -1,0 +1,63 @@
+import { Redis } from 'ioredis';
+import type { Kysely } from 'kysely';
+import type pg from 'pg';
+import { systemClock, type Clock } from './clock.js';
+import type { Config } from './config.js';
+import { createDb } from './db/create-db.js';
+import type { Database } from './db/database.js';
+import { createLogger, type Logger } from './log.js';
+import {
+  createInProgressMarkers,
+  createProcessPermits,
+  type InProgressMarkers,
+  type ProcessPermits,
+} from './queue/semaphore.js';
+
+/** Everything the service's code needs from the outside world, built once per process and passed down. */
+export interface Deps {
+  readonly config: Config;
+  readonly db: Kysely<Database>;
+  readonly pool: pg.Pool;
+  readonly redis: Redis;
+  readonly log: Logger;
+  readonly clock: Clock;
+  readonly permits: ProcessPermits;
+  readonly inProgress: InProgressMarkers;
+  /** Closes every connection; each step runs even when another fails. Idempotent. */
+  close(): Promise<void>;
+}
+
+export interface DepsOverrides {
+  log?: Logger;
+  clock?: Clock;
+  /** Pool size for PostgreSQL (workers want more than the API). */
+  dbPoolSize?: number;
+}
+
+export function createDeps(config: Config, overrides: DepsOverrides = {}): Deps {
+  const log = overrides.log ?? createLogger(config.logLevel);
+  const { db, pool } = createDb(config.databaseUrl, {
+    ...(overrides.dbPoolSize !== undefined ? { max: overrides.dbPoolSize } : {}),
+    onPoolError: (err) => log.warn({ err }, 'idle PostgreSQL client error'),
+  });
+  // maxRetriesPerRequest null: commands wait for a reconnect instead of failing (BullMQ requires it).
+  const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: null, lazyConnect: false });
+  redis.on('error', (err) => log.warn({ err }, 'Redis connection error'));
+  const permits = createProcessPermits(redis, {
+    prefix: config.redisPrefix,
+    limit: config.processConcurrencyLimit,
+    ttlMs: config.processPermitTtlMs,
+    log,
+  });
+  const inProgress = createInProgressMarkers(redis, { prefix: config.redisPrefix, ttlMs: Math.max(config.processPermitTtlMs, 60_000) });
+
+  let closing: Promise<void> | undefined;
+  const close = () => {
+    closing ??= (async () => {
+      const results = await Promise.allSettled([db.destroy(), redis.quit()]);
+      for (const r of results) if (r.status === 'rejected') log.warn({ err: r.reason }, 'error while closing');
+    })();
+    return closing;
+  };
+  return { config, db, pool, redis, log, clock: overrides.clock ?? systemClock, permits, inProgress, close };
+}

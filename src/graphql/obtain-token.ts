@@ -1,0 +1,73 @@
+import type { FastifyInstance } from 'fastify';
+import { GraphQLScalarType } from 'graphql';
+import mercurius from 'mercurius';
+import { verifyApiKey, isApiKeyActive } from '../auth/api-keys.js';
+import type { TokenService } from '../auth/tokens.js';
+import type { Executor } from '../db/database.js';
+
+/** The mutation existing clients call (decisions §4); field and type names follow theirs. */
+export const schema = /* GraphQL */ `
+  scalar GenericScalar
+
+  input ObtainJSONWebTokenInput {
+    APIKey: String
+    refreshToken: String
+  }
+
+  type ObtainJSONWebToken {
+    token: String!
+    payload: GenericScalar!
+    refreshToken: String
+    refreshExpiresIn: Int
+  }
+
+  type Query {
+    "Always 'ok'; GraphQL requires a query type."
+    ping: String!
+  }
+
+  type Mutation {
+    obtainKrakenToken(input: ObtainJSONWebTokenInput!): ObtainJSONWebToken
+  }
+`;
+
+const invalidData = (errorCode: 'KT-CT-1134' | 'KT-CT-1135', detail: string) =>
+  new mercurius.ErrorWithProps('Invalid data.', { errorCode, errorType: 'VALIDATION', errorDescription: detail });
+
+interface ObtainInput {
+  APIKey?: string | null;
+  refreshToken?: string | null;
+}
+
+export async function registerGraphql(app: FastifyInstance, db: Executor, tokens: TokenService): Promise<void> {
+  const resolvers = {
+    GenericScalar: new GraphQLScalarType({ name: 'GenericScalar', serialize: (v: unknown) => v }),
+    Query: { ping: () => 'ok' },
+    Mutation: {
+      obtainKrakenToken: async (_root: unknown, { input }: { input: ObtainInput }) => {
+        const given = [input.APIKey, input.refreshToken].filter((v) => v !== undefined && v !== null);
+        if (given.length !== 1) throw invalidData('KT-CT-1134', 'Provide exactly one of APIKey or refreshToken.');
+        if (typeof input.APIKey === 'string') {
+          const keyId = await verifyApiKey(db, input.APIKey);
+          if (keyId === null) throw invalidData('KT-CT-1134', 'The API key is not valid.');
+          const access = await tokens.issue(keyId, 'access');
+          const refresh = await tokens.issue(keyId, 'refresh');
+          return { token: access.token, payload: access.claims, refreshToken: refresh.token, refreshExpiresIn: refresh.claims.exp };
+        }
+        const verified = await tokens.verify(String(input.refreshToken), 'refresh');
+        if (!verified.ok || !(await isApiKeyActive(db, verified.claims.sub))) {
+          throw invalidData('KT-CT-1135', 'The refresh token is not valid or has expired.');
+        }
+        // The refresh token is not rolled: it lives 7 days from the API-key sign-in, then the key is needed again.
+        const access = await tokens.issue(verified.claims.sub, 'access');
+        return {
+          token: access.token,
+          payload: access.claims,
+          refreshToken: String(input.refreshToken),
+          refreshExpiresIn: verified.claims.exp,
+        };
+      },
+    },
+  };
+  await app.register(mercurius, { schema, resolvers, path: '/v1/graphql/', graphiql: false });
+}

@@ -1,0 +1,30 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { z } from 'zod';
+
+export interface ResponseSpec {
+  description: string;
+  /** Omitted: the interface's error envelope (for 4xx/5xx) or no body. */
+  schema?: z.ZodType;
+  headers?: Record<string, string>;
+}
+
+/**
+ * One endpoint, declared once: the router, the authentication hook and the OpenAPI document
+ * are all built from these, so none of them can drift from the others.
+ */
+export interface RouteDef {
+  method: 'GET' | 'POST';
+  url: string;
+  operationId: string;
+  summary: string;
+  tags: string[];
+  /** 'token': the data-import token. 'none': open (health, spec). Other kinds come with later routes. */
+  auth: 'token' | 'none';
+  body?: z.ZodType;
+  query?: z.ZodType;
+  params?: z.ZodType;
+  responses: Record<number, ResponseSpec>;
+  handler: (req: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
+}
+
+export const defineRoutes = (routes: RouteDef[]): RouteDef[] => routes;

@@ -1,0 +1,314 @@
+import { sql, type ExpressionBuilder } from 'kysely';
+import type { AccountImportProcessesTable, AccountsTable, Database, Executor } from '../../db/database.js';
+import type { AccountData } from './account.schemas.js';
+
+export interface ImportProcessRow {
+  id: string;
+  import_supplier_id: string;
+  external_account_number: string;
+  payload: unknown;
+  marked_to_skip: boolean;
+  account_id: string | null;
+  account_number: string | null;
+  account_created_at: Date | null;
+}
+
+/**
+ * Locks a pair's import process row until the transaction ends; false when there is none.
+ * A separate statement from the read: under READ COMMITTED a locking read that waited sees the
+ * newest locked row but not rows the other transaction added elsewhere (its account), so the
+ * caller reads again, in a fresh snapshot, after the lock is held.
+ */
+export async function lockProcess(trx: Executor, supplierId: string, externalAccountNumber: string): Promise<boolean> {
+  const row = await trx
+    .selectFrom('account_import_processes')
+    .select('id')
+    .where('import_supplier_id', '=', supplierId)
+    .where('external_account_number', '=', externalAccountNumber)
+    .forUpdate()
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
+/** The import process of a pair, with its account's number if one was created. */
+export async function findProcess(db: Executor, supplierId: string, externalAccountNumber: string): Promise<ImportProcessRow | undefined> {
+  return db
+    .selectFrom('account_import_processes as p')
+    .leftJoin('accounts as a', 'a.id', 'p.account_id')
+    .select([
+      'p.id',
+      'p.import_supplier_id',
+      'p.external_account_number',
+      'p.payload',
+      'p.marked_to_skip',
+      'p.account_id',
+      'a.number as account_number',
+      'a.created_at as account_created_at',
+    ])
+    .where('p.import_supplier_id', '=', supplierId)
+    .where('p.external_account_number', '=', externalAccountNumber)
+    .executeTakeFirst();
+}
+
+/**
+ * Stores the staged data unless the pair is imported or marked to skip.
+ * Returns whether this was the first staging, or undefined when the row refused the update.
+ */
+export async function upsertStagedPayload(
+  trx: Executor,
+  supplierId: string,
+  externalAccountNumber: string,
+  payload: AccountData,
+  at: Date,
+): Promise<{ id: string; first: boolean } | undefined> {
+  const row = await trx
+    .insertInto('account_import_processes')
+    .values({
+      import_supplier_id: supplierId,
+      external_account_number: externalAccountNumber,
+      payload: JSON.stringify(payload),
+      staged_at: at,
+    })
+    .onConflict((oc) =>
+      oc
+        .columns(['import_supplier_id', 'external_account_number'])
+        .doUpdateSet({
+          payload: (eb) => eb.ref('excluded.payload'),
+          staged_at: (eb) => eb.ref('excluded.staged_at'),
+          updated_at: sql`now()`,
+        })
+        .where('account_import_processes.account_id', 'is', null)
+        .where('account_import_processes.marked_to_skip', '=', false),
+    )
+    // xmax = 0 only on a freshly inserted row: first staging (201) versus re-staging (200).
+    .returning(['id', sql<boolean>`xmax = 0`.as('inserted')])
+    .executeTakeFirst();
+  return row ? { id: row.id, first: row.inserted } : undefined;
+}
+
+/** Identifiers already claimed by another pair (any supplier), with the claimant's pair. */
+export async function findMeterPointClaims(
+  db: Executor,
+  identifiers: readonly string[],
+  except: { supplierId: string; externalAccountNumber: string } | null,
+): Promise<Set<string>> {
+  if (identifiers.length === 0) return new Set();
+  let q = db
+    .selectFrom('meter_point_registrations as r')
+    .innerJoin('account_import_processes as p', 'p.id', 'r.import_process_id')
+    .select('r.identifier')
+    .where('r.identifier', 'in', identifiers);
+  if (except) {
+    q = q.where((eb) =>
+      eb.or([
+        eb('p.import_supplier_id', '!=', except.supplierId),
+        eb('p.external_account_number', '!=', except.externalAccountNumber),
+      ]),
+    );
+  }
+  const rows = await q.execute();
+  return new Set(rows.map((r) => r.identifier));
+}
+
+/**
+ * Makes `identifiers` exactly the set this process claims. Returns the identifiers another
+ * process holds (a race lost since validation); the caller rolls back when any are returned.
+ */
+export async function replaceMeterPointClaims(trx: Executor, processId: string, identifiers: readonly string[]): Promise<string[]> {
+  await trx
+    .deleteFrom('meter_point_registrations')
+    .where('import_process_id', '=', processId)
+    .$if(identifiers.length > 0, (q) => q.where('identifier', 'not in', identifiers))
+    .execute();
+  if (identifiers.length === 0) return [];
+  const claimed = await trx
+    .insertInto('meter_point_registrations')
+    .values(identifiers.map((identifier) => ({ identifier, import_process_id: processId })))
+    .onConflict((oc) =>
+      oc.column('identifier').doUpdateSet({ import_process_id: (eb) => eb.ref('excluded.import_process_id') }).where('meter_point_registrations.import_process_id', '=', processId),
+    )
+    .returning('identifier')
+    .execute();
+  const mine = new Set(claimed.map((r) => r.identifier));
+  return identifiers.filter((i) => !mine.has(i));
+}
+
+/** Creates a pair's process row marked to skip, or marks the existing one. False when already imported. */
+export async function markToSkip(db: Executor, supplierId: string, externalAccountNumber: string): Promise<'marked' | 'already_imported'> {
+  const row = await db
+    .insertInto('account_import_processes')
+    .values({ import_supplier_id: supplierId, external_account_number: externalAccountNumber, marked_to_skip: true })
+    .onConflict((oc) =>
+      oc
+        .columns(['import_supplier_id', 'external_account_number'])
+        .doUpdateSet({ marked_to_skip: true, updated_at: sql`now()` })
+        .where('account_import_processes.account_id', 'is', null),
+    )
+    .returning('id')
+    .executeTakeFirst();
+  return row ? 'marked' : 'already_imported';
+}
+
+/**
+ * The next account number: a sequence value (never rolled back, so never reused) put through a
+ * bijection on 32 bits, so numbers are unique yet do not reveal how many accounts exist.
+ */
+export async function nextAccountNumber(trx: Executor): Promise<string> {
+  const { rows } = await sql<{ n: string }>`SELECT nextval('account_number_seq')::text AS n`.execute(trx);
+  return formatAccountNumber(BigInt(rows[0]!.n));
+}
+
+const MASK32 = (1n << 32n) - 1n;
+export function formatAccountNumber(seq: bigint): string {
+  let x = (seq * 0x9e3779b1n) & MASK32; // odd multiplier: a bijection mod 2^32
+  x ^= x >> 16n; // xor-shift: also a bijection
+  x = (x * 0x85ebca6bn) & MASK32;
+  x ^= x >> 13n;
+  return `A-${x.toString(16).toUpperCase().padStart(8, '0')}`;
+}
+
+/** Writes the account and everything under it; multi-row inserts, one round trip per table. */
+export async function insertAccount(
+  trx: Executor,
+  input: { number: string; supplierId: string; teamId: string; data: AccountData; now: Date },
+): Promise<{ id: string; created_at: Date }> {
+  const d = input.data;
+  const account = await trx
+    .insertInto('accounts')
+    .values({
+      number: input.number,
+      import_supplier_id: input.supplierId,
+      external_account_number: d.external_account_number,
+      operations_team_id: input.teamId,
+      account_type: d.account_type,
+      billing_name: d.billing_name ?? null,
+      billing_address1: d.billing_address1 ?? null,
+      billing_address2: d.billing_address2 ?? null,
+      billing_address3: d.billing_address3 ?? null,
+      billing_address4: d.billing_address4 ?? null,
+      billing_address5: d.billing_address5 ?? null,
+      billing_postcode: d.billing_postcode ?? null,
+      billing_email: d.billing_email ?? null,
+      communication_preference: d.communication_preference,
+      date_of_sale: d.date_of_sale ?? null,
+      transfer_balance: d.transfer_balance ?? null,
+      last_statement_closing_date: d.last_statement_closing_date ?? null,
+      billing_period_length: d.account_billing_options?.period_length ?? null,
+      billing_period_start_day: d.account_billing_options?.period_start_day ?? null,
+      created_at: input.now,
+    })
+    .returning(['id', 'created_at'])
+    .executeTakeFirstOrThrow();
+  const accountId = account.id;
+
+  await trx
+    .insertInto('customers')
+    .values(
+      d.customers.map((c, position) => ({
+        account_id: accountId,
+        position,
+        title: c.title ?? null,
+        given_name: c.given_name,
+        family_name: c.family_name,
+        email: c.email ?? null,
+        mobile: c.mobile ?? null,
+        landline: c.landline ?? null,
+        date_of_birth: c.date_of_birth ?? null,
+        opted_into_marketing: c.customer_preferences?.opted_into_marketing ?? null,
+        opted_into_updates: c.customer_preferences?.opted_into_updates ?? null,
+      })),
+    )
+    .execute();
+
+  const addresses = await trx
+    .insertInto('supply_addresses')
+    .values(
+      d.supply_addresses.map((s, position) => ({
+        account_id: accountId,
+        position,
+        supply_address1: s.supply_address1,
+        supply_address2: s.supply_address2 ?? null,
+        supply_address3: s.supply_address3 ?? null,
+        supply_address4: s.supply_address4 ?? null,
+        supply_address5: s.supply_address5 ?? null,
+        supply_postcode: s.supply_postcode,
+        customer_at_supply_address_from_date: s.customer_at_supply_address_from_date,
+      })),
+    )
+    .returning(['id', 'position'])
+    .execute();
+  const addressId = new Map(addresses.map((a) => [a.position, a.id]));
+
+  const meterPointValues = d.supply_addresses.flatMap((s, position) =>
+    s.meter_points.map((mp) => ({
+      account_id: accountId,
+      supply_address_id: addressId.get(position)!,
+      supply_type: mp.supply_type,
+      identifier: mp.identifier,
+      supply_start_date: mp.supply_start_date,
+    })),
+  );
+  const meterPoints = await trx.insertInto('meter_points').values(meterPointValues).returning(['id', 'identifier']).execute();
+  const meterPointId = new Map(meterPoints.map((m) => [m.identifier, m.id]));
+
+  const allMeterPoints = d.supply_addresses.flatMap((s) => s.meter_points);
+  const meters = allMeterPoints.flatMap((mp) =>
+    (mp.meters ?? []).map((m) => ({ meter_point_id: meterPointId.get(mp.identifier)!, serial_number: m.serial_number })),
+  );
+  if (meters.length > 0) await trx.insertInto('meters').values(meters).execute();
+  const agreements = allMeterPoints.flatMap((mp) =>
+    (mp.agreements ?? []).map((a) => ({
+      meter_point_id: meterPointId.get(mp.identifier)!,
+      tariff_code: a.tariff_code,
+      effective_from: a.effective_from,
+      effective_to: a.effective_to ?? null,
+    })),
+  );
+  if (agreements.length > 0) await trx.insertInto('agreements').values(agreements).execute();
+  if (d.metadata && d.metadata.length > 0) {
+    await trx
+      .insertInto('account_metadata')
+      .values(d.metadata.map((m) => ({ account_id: accountId, key: m.key, value: m.value })))
+      .execute();
+  }
+  return { id: accountId, created_at: account.created_at };
+}
+
+export async function linkAccount(trx: Executor, processId: string, accountId: string): Promise<void> {
+  await trx
+    .updateTable('account_import_processes')
+    .set({ account_id: accountId, updated_at: sql`now()` })
+    .where('id', '=', processId)
+    .execute();
+}
+
+export type ListKind = 'all' | 'pending' | 'imported';
+
+export interface ListEntry {
+  external_account_number: string;
+  service_account_number: string | null;
+  account_created_at: Date | null;
+}
+
+/** One page of a supplier's import processes, ordered by external account number, after `after`. */
+export async function listProcesses(
+  db: Executor,
+  supplierId: string,
+  kind: ListKind,
+  after: string | null,
+  limit: number,
+): Promise<ListEntry[]> {
+  let q = db
+    .selectFrom('account_import_processes as p')
+    .leftJoin('accounts as a', 'a.id', 'p.account_id')
+    .select(['p.external_account_number', 'a.number as service_account_number', 'a.created_at as account_created_at'])
+    .where('p.import_supplier_id', '=', supplierId);
+  type Scope = Database & { p: AccountImportProcessesTable; a: AccountsTable };
+  const pending = (eb: ExpressionBuilder<Scope, 'p' | 'a'>) =>
+    eb.and([eb('p.account_id', 'is', null), eb('p.payload', 'is not', null), eb('p.marked_to_skip', '=', false)]);
+  if (kind === 'imported') q = q.where('p.account_id', 'is not', null);
+  else if (kind === 'pending') q = q.where(pending);
+  else q = q.where((eb) => eb.or([eb('p.account_id', 'is not', null), pending(eb)]));
+  if (after !== null) q = q.where('p.external_account_number', '>', after);
+  return q.orderBy('p.external_account_number').limit(limit).execute();
+}

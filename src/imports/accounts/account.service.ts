@@ -1,0 +1,267 @@
+import type { Kysely } from 'kysely';
+import { z } from 'zod';
+import { utcDate, type Clock } from '../../clock.js';
+import type { Database, Executor, ImportSupplier } from '../../db/database.js';
+import { AppError, badRequest, item, notFound, type ErrorItem } from '../../errors.js';
+import type { InProgressMarkers, ProcessPermits } from '../../queue/semaphore.js';
+import { issuesToItems, parseOrThrow } from '../shared/validation.js';
+import { findSupplierByCode } from '../suppliers/supplier.repository.js';
+import { assertMigrationOngoing, supplierNotFound } from '../suppliers/supplier.rules.js';
+import { findTeamByName } from '../teams/team.repository.js';
+import {
+  findMeterPointClaims,
+  findProcess,
+  lockProcess,
+  insertAccount,
+  linkAccount,
+  listProcesses,
+  nextAccountNumber,
+  replaceMeterPointClaims,
+  upsertStagedPayload,
+  type ImportProcessRow,
+  type ListEntry,
+  type ListKind,
+} from './account.repository.js';
+import { makeAccountDataSchema, meterPointIdentifiers, type AccountData } from './account.schemas.js';
+
+export const processRequestSchema = z
+  .strictObject({
+    external_account_number: z.string().min(1).max(128),
+    import_supplier_code: z.string().min(1),
+    operations_team_name: z.string().min(1),
+    dry_run: z.boolean().optional(),
+  })
+  .meta({ id: 'ProcessRequest' });
+export type ProcessRequest = z.output<typeof processRequestSchema>;
+
+export interface StageResult {
+  first: boolean;
+  import_supplier: string;
+  external_account_number: string;
+}
+
+export interface ProcessOutcome {
+  service_account_number: string;
+  account_created_at: Date;
+}
+
+export interface AccountServiceDeps {
+  db: Kysely<Database>;
+  clock: Clock;
+  permits: ProcessPermits;
+  inProgress: InProgressMarkers;
+}
+
+const FAILED_VALIDATION = 'Account data failed validation.';
+
+/** Thrown inside a dry run's transaction so that everything it wrote is rolled back. */
+class DryRunRollback extends Error {
+  constructor(readonly outcome: ProcessOutcome) {
+    super('dry run');
+  }
+}
+
+export const dryRunRolledBack = (): AppError =>
+  new AppError(
+    400,
+    'dry_run_rolled_back',
+    'The account would import successfully; it was rolled back because this was a dry run.',
+  );
+
+export const alreadyImported = (supplierCode: string, row: Pick<ImportProcessRow, 'external_account_number' | 'account_number'>) =>
+  badRequest(
+    'account_import_process_already_imported',
+    `Account '${row.external_account_number}' of import supplier '${supplierCode}' has already been imported.`,
+    null,
+    { external_account_number: row.external_account_number, service_account_number: row.account_number },
+  );
+
+const markedToSkip = (ext: string) =>
+  badRequest('account_marked_to_skip', `Account '${ext}' is marked to be skipped and cannot be migrated.`);
+
+const processDoesNotExist = (ext: string) =>
+  badRequest(
+    'import_process_does_not_exist',
+    `No account data has been staged for account '${ext}'; stage it first.`,
+    'external_account_number',
+  );
+
+/**
+ * The account lifecycle: validate → stage → process, plus status and lists.
+ * Every entry point runs in one transaction; the REST routes and the queue workers both call these.
+ */
+export function createAccountService(deps: AccountServiceDeps) {
+  const schema = makeAccountDataSchema(() => utcDate(deps.clock.now()));
+
+  /**
+   * Validates an account data object against every rule, including the ones that need the
+   * database (supplier exists, meter points not claimed by another account). All problems at once.
+   */
+  async function validate(db: Executor, input: unknown): Promise<{ data: AccountData; supplier: ImportSupplier }> {
+    const parsed = schema.safeParse(input, { reportInput: true });
+    const items: ErrorItem[] = parsed.success ? [] : issuesToItems(parsed.error.issues);
+    const rawSupplier = (input as { import_supplier?: unknown } | null)?.import_supplier;
+    let supplier: ImportSupplier | undefined;
+    if (typeof rawSupplier === 'string' && rawSupplier !== '') {
+      supplier = await findSupplierByCode(db, rawSupplier);
+      if (!supplier) items.push(supplierNotFound(rawSupplier, 'import_supplier').errors[0]!);
+    }
+    if (parsed.success && supplier) {
+      items.push(...(await meterPointClaimErrors(db, parsed.data, supplier)));
+    }
+    if (items.length > 0 || !parsed.success || !supplier) {
+      throw new AppError(400, 'account_failed_validation', FAILED_VALIDATION, items);
+    }
+    return { data: parsed.data, supplier };
+  }
+
+  async function meterPointClaimErrors(db: Executor, data: AccountData, supplier: ImportSupplier): Promise<ErrorItem[]> {
+    const claimed = await findMeterPointClaims(db, meterPointIdentifiers(data), {
+      supplierId: supplier.id,
+      externalAccountNumber: data.external_account_number,
+    });
+    return meterPointErrors(data, claimed);
+  }
+
+  async function stage(input: unknown): Promise<StageResult> {
+    return deps.db.transaction().execute(async (trx) => {
+      const { data, supplier } = await validate(trx, input);
+      const existing = await findProcess(trx, supplier.id, data.external_account_number);
+      if (existing?.account_id) throw alreadyImported(supplier.code, existing);
+      if (existing?.marked_to_skip) throw markedToSkip(data.external_account_number);
+      assertMigrationOngoing(supplier, 'import_supplier');
+      const row = await upsertStagedPayload(trx, supplier.id, data.external_account_number, data, deps.clock.now());
+      if (!row) {
+        // A concurrent process or skip won the row between our read and our write: report its state.
+        const now = await findProcess(trx, supplier.id, data.external_account_number);
+        if (now?.account_id) throw alreadyImported(supplier.code, now);
+        throw markedToSkip(data.external_account_number);
+      }
+      const lost = await replaceMeterPointClaims(trx, row.id, meterPointIdentifiers(data));
+      if (lost.length > 0) {
+        throw new AppError(400, 'account_failed_validation', FAILED_VALIDATION, meterPointErrors(data, new Set(lost)));
+      }
+      return { first: row.first, import_supplier: supplier.code, external_account_number: data.external_account_number };
+    });
+  }
+
+  /**
+   * Creates the account from its staged data. Idempotent in effect: the process row is locked, so
+   * a second concurrent call waits and then sees the account the first one created.
+   * `dryRun` runs everything and rolls it back. Concurrency permits are the caller's business.
+   */
+  async function processStaged(req: ProcessRequest): Promise<ProcessOutcome> {
+    const end = await deps.inProgress.begin(req.import_supplier_code, req.external_account_number);
+    try {
+      return await deps.db.transaction().execute(async (trx) => {
+        const outcome = await createInTransaction(trx, req);
+        if (req.dry_run) throw new DryRunRollback(outcome);
+        return outcome;
+      });
+    } catch (err) {
+      if (err instanceof DryRunRollback) throw dryRunRolledBack();
+      throw mapUniqueViolation(err);
+    } finally {
+      await end();
+    }
+  }
+
+  async function createInTransaction(trx: Executor, req: ProcessRequest): Promise<ProcessOutcome> {
+    const supplier = await findSupplierByCode(trx, req.import_supplier_code);
+    if (!supplier) throw supplierNotFound(req.import_supplier_code, 'import_supplier_code');
+    const process = (await lockProcess(trx, supplier.id, req.external_account_number))
+      ? await findProcess(trx, supplier.id, req.external_account_number)
+      : undefined;
+    if (!process || (process.payload === null && !process.marked_to_skip)) throw processDoesNotExist(req.external_account_number);
+    if (process.account_id) throw alreadyImported(supplier.code, process);
+    if (process.marked_to_skip) throw markedToSkip(req.external_account_number);
+    assertMigrationOngoing(supplier, 'import_supplier_code');
+    const team = await findTeamByName(trx, req.operations_team_name);
+    if (!team) {
+      throw badRequest('operations_team_not_found', `Operations team '${req.operations_team_name}' does not exist.`, 'operations_team_name');
+    }
+    // Staged data was valid when staged; rules that depend on today or on other accounts are checked again.
+    const data = parseOrThrow(schema, process.payload, 'account_failed_validation', FAILED_VALIDATION);
+    const number = await nextAccountNumber(trx);
+    const account = await insertAccount(trx, { number, supplierId: supplier.id, teamId: team.id, data, now: deps.clock.now() });
+    await linkAccount(trx, process.id, account.id);
+    return { service_account_number: number, account_created_at: account.created_at };
+  }
+
+  /** The REST door: takes a permit first when the concurrency limit is on (429 when none is free). */
+  async function processWithPermit(input: unknown): Promise<ProcessOutcome> {
+    const req = parseOrThrow(processRequestSchema, input, 'invalid_request', 'Invalid request.');
+    const permit = await deps.permits.tryAcquire();
+    if (!permit) {
+      throw new AppError(
+        429,
+        'concurrency_limit_exceeded',
+        'Too many accounts are being processed at once; retry after other processing finishes.',
+        [],
+        {},
+        { 'Retry-After': '1' },
+      );
+    }
+    try {
+      return await processStaged(req);
+    } finally {
+      await permit.release();
+    }
+  }
+
+  async function status(supplierCode: string, ext: string): Promise<{ status: 'UNKNOWN' | 'COMPLETED' | 'IN_PROGRESS'; service_account_number: string }> {
+    const supplier = await findSupplierByCode(deps.db, supplierCode);
+    const process = supplier ? await findProcess(deps.db, supplier.id, ext) : undefined;
+    if (!process) throw notFound('account_not_found', `No account import found for supplier '${supplierCode}' and account '${ext}'.`);
+    if (process.account_number) return { status: 'COMPLETED', service_account_number: process.account_number };
+    const running = await deps.inProgress.isInProgress(supplierCode, ext);
+    return { status: running ? 'IN_PROGRESS' : 'UNKNOWN', service_account_number: '' };
+  }
+
+  async function list(kind: ListKind, supplierCode: string, after: string | null, pageSize: number): Promise<{ entries: ListEntry[]; more: boolean }> {
+    const supplier = await findSupplierByCode(deps.db, supplierCode);
+    if (!supplier) throw notFound('import_supplier_not_found', `Import supplier '${supplierCode}' does not exist.`);
+    const rows = await listProcesses(deps.db, supplier.id, kind, after, pageSize + 1);
+    return { entries: rows.slice(0, pageSize), more: rows.length > pageSize };
+  }
+
+  return {
+    validate: async (input: unknown) => (await validate(deps.db, input)).data,
+    stage,
+    processStaged,
+    processWithPermit,
+    status,
+    list,
+  };
+}
+
+export type AccountService = ReturnType<typeof createAccountService>;
+
+function meterPointErrors(data: AccountData, claimed: ReadonlySet<string>): ErrorItem[] {
+  const items: ErrorItem[] = [];
+  data.supply_addresses.forEach((s, i) =>
+    s.meter_points.forEach((mp, j) => {
+      if (claimed.has(mp.identifier)) {
+        items.push(
+          item(
+            'meter_point_already_registered',
+            `Meter point ${mp.identifier} is already registered to another account.`,
+            `supply_addresses.${i}.meter_points.${j}.identifier`,
+          ),
+        );
+      }
+    }),
+  );
+  return items;
+}
+
+/** A unique violation on meter points means another account took one first: a validation error, not a 500. */
+function mapUniqueViolation(err: unknown): unknown {
+  const e = err as { code?: string; constraint?: string };
+  if (e.code === '23505' && e.constraint === 'meter_points_identifier_key') {
+    return new AppError(400, 'account_failed_validation', FAILED_VALIDATION, [
+      item('meter_point_already_registered', 'A meter point of this account is already registered to another account.', 'supply_addresses'),
+    ]);
+  }
+  return err;
+}
