@@ -1,0 +1,326 @@
+#!/usr/bin/env node
+import { realpathSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { Command, CommanderError, InvalidArgumentError } from 'commander';
+import { ApiKeyNameTaken, createApiKey, revokeApiKey } from '../auth/api-keys.js';
+import { formatDatetime } from '../clock.js';
+import { ConfigError, loadConfig, type Config } from '../config.js';
+import { createDb } from '../db/create-db.js';
+import type { Db } from '../db/database.js';
+import { ensureDatabase, migrate } from '../db/migrator.js';
+import { AppError } from '../errors.js';
+import { markToSkip } from '../imports/accounts/account.repository.js';
+import { findSupplierByCode } from '../imports/suppliers/supplier.repository.js';
+import { createSupplier, listSuppliers, parseSupplierStatus, setSupplierStatus } from '../imports/suppliers/supplier.service.js';
+import { createTeam, listTeams } from '../imports/teams/team.service.js';
+
+/** Where the CLI writes; tests pass their own so that main() runs without touching the process. */
+export interface CliIo {
+  out(text: string): void;
+  err(text: string): void;
+  env: NodeJS.ProcessEnv;
+}
+
+export const EXIT_OK = 0;
+/** The command was understood but could not be done (unknown supplier, duplicate, database unreachable…). */
+export const EXIT_FAILED = 1;
+/** The command line or the configuration is wrong. */
+export const EXIT_USAGE = 2;
+
+/** A problem with what the operator typed, found after commander accepted the line. */
+class UsageError extends Error {
+  override readonly name = 'UsageError';
+}
+
+/** A refusal worth one line to the operator, never a stack trace. */
+class CliFailure extends Error {
+  override readonly name = 'CliFailure';
+}
+
+const HELP_FOOTER = `
+Configuration comes from the environment (DATABASE_URL, …), as for the server; Redis is not used.
+
+Exit status:
+  0  success
+  1  the command failed (unknown or duplicate name, already imported, database unreachable, …)
+  2  usage error (bad command line) or invalid configuration
+
+Errors are one line on stderr, starting with 'importctl: '.`;
+
+/** Runs one command line (without the node and script arguments) and resolves to the exit status. */
+export async function main(argv: readonly string[], io: CliIo): Promise<number> {
+  const out = (line = '') => io.out(`${line}\n`);
+  const fail = (message: string) => io.err(`importctl: ${oneLine(message)}\n`);
+  // Help printed because a subcommand is missing goes to stderr in many lines; we replace it with one.
+  let errorHelp = '';
+
+  const program = new Command('importctl')
+    .description('Operator commands for the data-import service.')
+    .exitOverride()
+    .configureOutput({
+      writeOut: (s) => io.out(s),
+      writeErr: (s) => {
+        errorHelp += s;
+      },
+      outputError: (s) => fail(s.replace(/^error:\s*/, '')),
+    })
+    .showSuggestionAfterError(true)
+    .addHelpText('after', HELP_FOOTER);
+
+  // Each action only records what to run: configuration and the database are opened after parsing,
+  // so `--help` and usage errors work even with a broken environment.
+  let job: ((config: Config) => Promise<void>) | undefined;
+  const withDb = (work: (db: Db) => Promise<void>) => {
+    job = async (config) => {
+      // One connection is all a CLI command needs; destroy() ends the pool so the process can exit.
+      const { db } = createDb(config.databaseUrl, { max: 1 });
+      try {
+        await work(db);
+      } finally {
+        await db.destroy();
+      }
+    };
+  };
+
+  program
+    .command('db')
+    .description('Database administration.')
+    .command('migrate')
+    .description('Create the database if it does not exist, then apply pending migrations.')
+    .action(() => {
+      job = async (config) => {
+        if (await ensureDatabase(config.databaseUrl)) out(`created database ${databaseLabel(config.databaseUrl)}`);
+        const result = await migrate(config.databaseUrl);
+        for (const name of result.applied) out(`applied ${name}`);
+        out(
+          result.applied.length === 0
+            ? `database is up to date (${result.alreadyApplied} already applied)`
+            : `${result.applied.length} migration(s) applied, ${result.alreadyApplied} already applied`,
+        );
+      };
+    });
+
+  const supplier = program.command('supplier').description('Import suppliers: the companies whose accounts are being migrated.');
+  supplier
+    .command('create')
+    .description('Create an import supplier.')
+    .argument('<code>', 'supplier code used by clients (letters, digits, _ . -)')
+    .option('--name <name>', 'display name (default: the code)')
+    .option('--status <status>', 'ongoing, paused or complete, any case (default: ongoing)', statusArg)
+    .option('--documents-root <path>', 'where its statement documents live (default: empty)')
+    .option('--send-customer-emails', 'send emails to its customers (default: off)')
+    .action((code: string, opts: { name?: string; status?: string; documentsRoot?: string; sendCustomerEmails?: boolean }) =>
+      withDb(async (db) => {
+        const s = await createSupplier(db, {
+          code,
+          ...(opts.name !== undefined ? { name: opts.name } : {}),
+          ...(opts.status !== undefined ? { status: opts.status } : {}),
+          ...(opts.documentsRoot !== undefined ? { documentsRoot: opts.documentsRoot } : {}),
+          sendCustomerEmails: opts.sendCustomerEmails === true,
+        });
+        out(`created supplier ${s.code} (${s.name}), status ${s.status}`);
+      }),
+    );
+  supplier
+    .command('set-status')
+    .description("Set a supplier's migration status; Paused and Complete refuse every migration attempt.")
+    .argument('<code>', 'supplier code')
+    .argument('<status>', 'ongoing, paused or complete (any case)', statusArg)
+    .action((code: string, status: string) =>
+      withDb(async (db) => {
+        const s = await setSupplierStatus(db, code, status);
+        out(`supplier ${s.code} status ${s.status}`);
+      }),
+    );
+  supplier
+    .command('list')
+    .description('List suppliers.')
+    .action(() =>
+      withDb(async (db) => {
+        const rows = await listSuppliers(db);
+        table(
+          out,
+          ['CODE', 'NAME', 'STATUS', 'DOCUMENTS_ROOT', 'CUSTOMER_EMAILS', 'CREATED_AT'],
+          rows.map((s) => [s.code, s.name, s.status, s.documents_root, s.send_customer_emails ? 'yes' : 'no', formatDatetime(s.created_at)]),
+        );
+      }),
+    );
+
+  const team = program.command('team').description('Operations teams (accounts are assigned to one when created).');
+  team
+    .command('create')
+    .description('Create an operations team.')
+    .argument('<name>', 'team name, as clients send it in operations_team_name')
+    .action((name: string) =>
+      withDb(async (db) => {
+        const t = await createTeam(db, name);
+        out(`created team ${t.name}`);
+      }),
+    );
+  team
+    .command('list')
+    .description('List operations teams.')
+    .action(() =>
+      withDb(async (db) => {
+        const rows = await listTeams(db);
+        table(out, ['NAME', 'CREATED_AT'], rows.map((t) => [t.name, formatDatetime(t.created_at)]));
+      }),
+    );
+
+  const apiKey = program.command('api-key').description('API keys clients exchange for tokens (ObtainToken).');
+  apiKey
+    .command('create')
+    .description('Issue a key; it is printed once, alone on the last line, and only its hash is stored.')
+    .argument('<name>', 'a name to revoke it by later (unique among active keys)')
+    .action((name: string) =>
+      withDb(async (db) => {
+        if (name.trim() === '') throw new UsageError('the API key name must not be empty');
+        const issued = await createApiKey(db, name);
+        out(`created API key '${issued.name}'`);
+        out('warning: the key is shown only once and cannot be recovered; store it now.');
+        out(issued.key);
+      }),
+    );
+  apiKey
+    .command('revoke')
+    .description("Revoke the active key of that name; its tokens stop working at once.")
+    .argument('<name>', 'the name given at creation')
+    .action((name: string) =>
+      withDb(async (db) => {
+        if (!(await revokeApiKey(db, name, new Date()))) throw new CliFailure(`No active API key is named '${name}'.`);
+        out(`revoked API key '${name}'`);
+      }),
+    );
+
+  program
+    .command('account')
+    .description('Individual account imports.')
+    .command('skip')
+    .description('Mark an account to be skipped: staging and processing it are refused from then on.')
+    .argument('<supplier>', 'supplier code')
+    .argument('<external_account_number>', "the account's number at the supplier")
+    .action((supplierCode: string, external: string) =>
+      withDb(async (db) => {
+        if (external.trim() === '') throw new UsageError('the external account number must not be empty');
+        const s = await findSupplierByCode(db, supplierCode);
+        if (!s) throw new CliFailure(`Import supplier '${supplierCode}' does not exist.`);
+        if ((await markToSkip(db, s.id, external)) === 'already_imported') {
+          throw new CliFailure(`Account '${external}' of supplier '${s.code}' is already imported; it cannot be skipped.`);
+        }
+        out(`account '${external}' of supplier '${s.code}' marked to skip`);
+      }),
+    );
+
+  try {
+    await program.parseAsync(argv, { from: 'user' });
+  } catch (err) {
+    if (!(err instanceof CommanderError)) throw err;
+    if (err.code === 'commander.help' && err.exitCode !== 0) {
+      const usage = /Usage: (\S+(?: [a-z][\w-]*)*)/.exec(errorHelp)?.[1] ?? 'importctl';
+      fail(`missing command; run '${usage} --help'`);
+      return EXIT_USAGE;
+    }
+    io.err(errorHelp);
+    // Help and version are the only "errors" that succeed; everything else commander reports is usage.
+    return err.exitCode === 0 ? EXIT_OK : EXIT_USAGE;
+  }
+  if (!job) return EXIT_OK;
+
+  let config: Config;
+  try {
+    config = loadConfig(io.env);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      fail(err.message);
+      return EXIT_USAGE;
+    }
+    throw err;
+  }
+
+  try {
+    await job(config);
+    return EXIT_OK;
+  } catch (err) {
+    if (err instanceof UsageError) {
+      fail(err.message);
+      return EXIT_USAGE;
+    }
+    fail(describeFailure(err, config.databaseUrl));
+    return EXIT_FAILED;
+  }
+}
+
+function statusArg(value: string): string {
+  try {
+    return parseSupplierStatus(value);
+  } catch {
+    throw new InvalidArgumentError('Expected ongoing, paused or complete.');
+  }
+}
+
+/** Host, port and database of a URL, never its credentials: error lines end up in shell histories and CI logs. */
+function databaseLabel(databaseUrl: string): string {
+  try {
+    const u = new URL(databaseUrl);
+    return `${u.hostname}${u.port ? `:${u.port}` : ''}${u.pathname}`;
+  } catch {
+    return '(unparsable DATABASE_URL)';
+  }
+}
+
+const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
+
+function describeFailure(err: unknown, databaseUrl: string): string {
+  if (err instanceof AppError) return err.detail;
+  if (err instanceof ApiKeyNameTaken || err instanceof CliFailure) return err.message;
+  // Node reports a refused connection to a name with several addresses as an AggregateError with no message.
+  const first = err instanceof AggregateError && err.errors.length > 0 ? (err.errors[0] as unknown) : err;
+  const e = first as { code?: string; message?: string };
+  const message = e.message || String(first);
+  if (e.code === '3D000') return `${message} (run 'importctl db migrate' to create it)`;
+  if (
+    (e.code !== undefined && (CONNECTION_CODES.has(e.code) || e.code.startsWith('28') || e.code.startsWith('08'))) ||
+    /timeout exceeded when trying to connect|Connection terminated/.test(message)
+  ) {
+    return `cannot use PostgreSQL at ${databaseLabel(databaseUrl)}: ${message}`;
+  }
+  return `unexpected error: ${message}`;
+}
+
+const oneLine = (s: string): string => s.replace(/\s*\n\s*/g, ' ').trim();
+
+/** Columns padded to their widest cell so the output reads as a table and splits on runs of blanks. */
+function table(out: (line: string) => void, header: string[], rows: string[][]): void {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i] ?? 0)).join('  ').trimEnd();
+  out(line(header));
+  for (const r of rows) out(line(r));
+}
+
+/** True when this file is the program being run (directly, through the npm bin symlink, or via tsx). */
+function isEntryPoint(): boolean {
+  const script = process.argv[1];
+  if (script === undefined) return false;
+  try {
+    return realpathSync(script) === realpathSync(fileURLToPath(import.meta.url));
+  } catch {
+    return false;
+  }
+}
+
+if (isEntryPoint()) {
+  main(process.argv.slice(2), {
+    out: (s) => process.stdout.write(s),
+    err: (s) => process.stderr.write(s),
+    env: process.env,
+  }).then(
+    (code) => {
+      // exitCode rather than exit(): pending stdout is flushed, and a handle left open would show up as a hang.
+      process.exitCode = code;
+    },
+    (err: unknown) => {
+      process.stderr.write(`importctl: unexpected error: ${oneLine(err instanceof Error ? err.message : String(err))}\n`);
+      process.exitCode = EXIT_FAILED;
+    },
+  );
+}
