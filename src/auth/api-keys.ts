@@ -31,7 +31,8 @@ export async function createApiKey(db: Executor, name: string): Promise<IssuedAp
       .executeTakeFirstOrThrow();
     return { id: row.id, name, key: `dik_${keyId}_${secret}` };
   } catch (err) {
-    if ((err as { code?: string }).code === '23505') throw new ApiKeyNameTaken(`an active API key named '${name}' already exists`, { cause: err });
+    const e = err as { code?: string; constraint?: string };
+    if (e.code === '23505' && e.constraint === 'api_keys_active_name') throw new ApiKeyNameTaken(`an active API key named '${name}' already exists`, { cause: err });
     throw err;
   }
 }

@@ -3,6 +3,8 @@ import path from 'node:path';
 import pg from 'pg';
 import { projectRoot } from '../project-root.js';
 
+/** Fail fast on an unreachable server instead of waiting for the OS TCP timeout. */
+const CONNECT_TIMEOUT_MS = 10_000;
 const MIGRATION_LOCK_KEY = 7_303_221; // any constant: serialises concurrent migrators on one database
 
 export interface MigrationResult {
@@ -20,7 +22,7 @@ export async function ensureDatabase(databaseUrl: string): Promise<boolean> {
   if (!name) throw new Error('DATABASE_URL names no database');
   const admin = new URL(databaseUrl);
   admin.pathname = '/postgres';
-  const client = new pg.Client({ connectionString: admin.toString() });
+  const client = new pg.Client({ connectionString: admin.toString(), connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
   await client.connect();
   try {
     const { rowCount } = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
@@ -40,7 +42,7 @@ export async function ensureDatabase(databaseUrl: string): Promise<boolean> {
 /** Applies every pending `migrations/NNN_*.sql`, each in its own transaction, recorded in schema_migrations. */
 export async function migrate(databaseUrl: string, dir = path.join(projectRoot, 'migrations')): Promise<MigrationResult> {
   const files = (await readdir(dir)).filter((f) => /^\d+_.+\.sql$/.test(f)).sort();
-  const client = new pg.Client({ connectionString: databaseUrl });
+  const client = new pg.Client({ connectionString: databaseUrl, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
   await client.connect();
   try {
     await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);

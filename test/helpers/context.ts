@@ -31,8 +31,11 @@ export async function createTestDatabase(): Promise<{ url: string; drop: () => P
     drop: async () => {
       const c = new pg.Client({ connectionString: adminUrl });
       await c.connect();
-      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await c.end();
+      try {
+        await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      } finally {
+        await c.end();
+      }
     },
   };
 }
@@ -92,9 +95,16 @@ export async function createTestContext(opts: ContextOptions = {}): Promise<Test
   });
   const clock = new FakeClock(opts.now ?? new Date());
   const deps = createDeps(config, { clock, log: createLogger('silent') });
-  const built = await buildApp(deps);
+  let built: BuiltApp;
+  try {
+    built = await buildApp(deps);
+    await built.app.ready();
+  } catch (err) {
+    await deps.close();
+    await database.drop();
+    throw err;
+  }
   const { app } = built;
-  await app.ready();
   let keyCounter = 0;
 
   return {

@@ -248,6 +248,16 @@ describe('process (create account)', () => {
     expect(res.json().code).toBe('account_marked_to_skip');
   });
 
+  it('frees a skipped account’s meter points for another account', async () => {
+    const skipped = accountPayload(S, 'P-SKIP-MP');
+    expect((await stage(skipped)).statusCode).toBe(201);
+    const supplier = await findSupplierByCode(ctx.deps.db, S);
+    const other = accountPayload(S, 'P-TAKES-MP', { supply_addresses: skipped.supply_addresses });
+    expect((await stage(other)).json().errors[0].code).toBe('meter_point_already_registered');
+    await markToSkip(ctx.deps.db, supplier!.id, 'P-SKIP-MP');
+    expect((await stage(other)).statusCode).toBe(201);
+  });
+
   it('dry run: answers dry_run_rolled_back and leaves every table exactly as it was', async () => {
     await stage(accountPayload(S, 'P-DRY'));
     const before = await ctx.tableCounts();

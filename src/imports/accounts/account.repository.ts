@@ -1,4 +1,4 @@
-import { sql, type ExpressionBuilder } from 'kysely';
+import { sql, type ExpressionBuilder, type Kysely } from 'kysely';
 import type { AccountImportProcessesTable, AccountsTable, Database, Executor } from '../../db/database.js';
 import type { AccountData } from './account.schemas.js';
 
@@ -133,20 +133,27 @@ export async function replaceMeterPointClaims(trx: Executor, processId: string, 
   return identifiers.filter((i) => !mine.has(i));
 }
 
-/** Creates a pair's process row marked to skip, or marks the existing one. False when already imported. */
-export async function markToSkip(db: Executor, supplierId: string, externalAccountNumber: string): Promise<'marked' | 'already_imported'> {
-  const row = await db
-    .insertInto('account_import_processes')
-    .values({ import_supplier_id: supplierId, external_account_number: externalAccountNumber, marked_to_skip: true })
-    .onConflict((oc) =>
-      oc
-        .columns(['import_supplier_id', 'external_account_number'])
-        .doUpdateSet({ marked_to_skip: true, updated_at: sql`now()` })
-        .where('account_import_processes.account_id', 'is', null),
-    )
-    .returning('id')
-    .executeTakeFirst();
-  return row ? 'marked' : 'already_imported';
+/**
+ * Creates a pair's process row marked to skip, or marks the existing one, and releases its meter
+ * point claims (a skipped account will never be created, so its meters are free for others).
+ */
+export async function markToSkip(db: Kysely<Database>, supplierId: string, externalAccountNumber: string): Promise<'marked' | 'already_imported'> {
+  return db.transaction().execute(async (trx) => {
+    const row = await trx
+      .insertInto('account_import_processes')
+      .values({ import_supplier_id: supplierId, external_account_number: externalAccountNumber, marked_to_skip: true })
+      .onConflict((oc) =>
+        oc
+          .columns(['import_supplier_id', 'external_account_number'])
+          .doUpdateSet({ marked_to_skip: true, updated_at: sql`now()` })
+          .where('account_import_processes.account_id', 'is', null),
+      )
+      .returning('id')
+      .executeTakeFirst();
+    if (!row) return 'already_imported';
+    await trx.deleteFrom('meter_point_registrations').where('import_process_id', '=', row.id).execute();
+    return 'marked';
+  });
 }
 
 /**
