@@ -24,3 +24,14 @@ export const utcDate = (d: Date): string => d.toISOString().slice(0, 10);
 
 /** The interface's datetime form, `YYYY-MM-DDTHH:MM:SSZ` (UTC, whole seconds). */
 export const formatDatetime = (d: Date): string => d.toISOString().replace(/\.\d{3}Z$/, 'Z');
+
+/** Like formatDatetime, but keeps milliseconds when there are any (so a given instant round-trips). */
+export const formatInstant = (d: Date): string => (d.getUTCMilliseconds() === 0 ? formatDatetime(d) : d.toISOString());
+
+/** A calendar date (YYYY-MM-DD) moved by whole days, in UTC. */
+export function addDaysUtc(date: string, days: number): string {
+  const [y, m, d] = date.split('-').map(Number) as [number, number, number];
+  const dt = new Date(0);
+  dt.setUTCFullYear(y, m - 1, d + days); // unlike Date.UTC, keeps years below 100 as they are
+  return dt.toISOString().slice(0, 10);
+}

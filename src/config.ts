@@ -33,15 +33,65 @@ const envSchema = z
     /** How long a processing permit lives without being refreshed, so a crashed process cannot hold it forever. */
     PROCESS_PERMIT_TTL_MS: optionalInt(30_000).pipe(z.number().int().min(100)),
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    /** Local document folder: used when no S3 bucket is configured, so a fresh clone needs no cloud. */
+    DOCUMENTS_DIR: z.string().min(1).default('var/documents'),
+    S3_BUCKET: z.string().min(1).optional(),
+    /** For S3-protocol servers other than AWS (MinIO, s3rver): path-style addressing is then used. */
+    S3_ENDPOINT: z.string().url().optional(),
+    S3_REGION: z.string().min(1).default('eu-west-2'),
+    S3_FORCE_PATH_STYLE: z.enum(['true', 'false']).optional(),
+    S3_ACCESS_KEY_ID: z.string().min(1).optional(),
+    S3_SECRET_ACCESS_KEY: z.string().min(1).optional(),
+    /** JSON: { "<vendor code>": { "base_url": "https://…", "api_key": "…" } }. */
+    PAYMENT_VENDORS: z.string().optional(),
+    PAYMENT_VENDOR_TIMEOUT_MS: optionalInt(5_000).pipe(z.number().int().min(1)),
+    PAYMENT_VENDOR_RETRIES: optionalInt(3).pipe(z.number().int().min(0).max(10)),
   })
   .superRefine((env, ctx) => {
     if (env.TOKEN_SECRET !== undefined && Buffer.byteLength(env.TOKEN_SECRET) < 32) {
       ctx.addIssue({ code: 'custom', path: ['TOKEN_SECRET'], message: 'must be at least 32 bytes' });
     }
+    if ((env.S3_ACCESS_KEY_ID === undefined) !== (env.S3_SECRET_ACCESS_KEY === undefined)) {
+      ctx.addIssue({ code: 'custom', path: ['S3_ACCESS_KEY_ID'], message: 'and S3_SECRET_ACCESS_KEY must be set together' });
+    }
+    if (env.PAYMENT_VENDORS !== undefined) {
+      let json: unknown;
+      try {
+        json = JSON.parse(env.PAYMENT_VENDORS);
+      } catch {
+        ctx.addIssue({ code: 'custom', path: ['PAYMENT_VENDORS'], message: 'is not valid JSON' });
+        return;
+      }
+      const vendors = vendorsSchema.safeParse(json);
+      for (const issue of vendors.error?.issues ?? []) {
+        ctx.addIssue({ code: 'custom', path: ['PAYMENT_VENDORS', ...issue.path.map(String)], message: issue.message });
+      }
+    }
     if (env.NODE_ENV === 'production' && env.TOKEN_SECRET === undefined) {
       ctx.addIssue({ code: 'custom', path: ['TOKEN_SECRET'], message: 'is required when NODE_ENV=production' });
     }
   });
+
+const vendorsSchema = z.record(
+  z.string().regex(/^[A-Za-z0-9_-]+$/, 'vendor codes are letters, digits, _ and -'),
+  z.strictObject({ base_url: z.string().url(), api_key: z.string().min(1) }),
+);
+
+export interface PaymentVendorConfig {
+  readonly baseUrl: string;
+  readonly apiKey: string;
+}
+
+export type DocumentsConfig =
+  | { readonly kind: 'local'; readonly dir: string }
+  | {
+      readonly kind: 's3';
+      readonly bucket: string;
+      readonly endpoint: string | undefined;
+      readonly region: string;
+      readonly forcePathStyle: boolean;
+      readonly credentials: { readonly accessKeyId: string; readonly secretAccessKey: string } | undefined;
+    };
 
 export interface Config {
   readonly nodeEnv: 'development' | 'production' | 'test';
@@ -56,6 +106,10 @@ export interface Config {
   readonly processConcurrencyLimit: number;
   readonly processPermitTtlMs: number;
   readonly logLevel: string;
+  readonly documents: DocumentsConfig;
+  readonly paymentVendors: Readonly<Record<string, PaymentVendorConfig>>;
+  readonly paymentVendorTimeoutMs: number;
+  readonly paymentVendorRetries: number;
 }
 
 export class ConfigError extends Error {
@@ -84,5 +138,27 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     processConcurrencyLimit: e.PROCESS_CONCURRENCY_LIMIT,
     processPermitTtlMs: e.PROCESS_PERMIT_TTL_MS,
     logLevel: e.LOG_LEVEL,
+    documents:
+      e.S3_BUCKET === undefined
+        ? { kind: 'local' as const, dir: e.DOCUMENTS_DIR }
+        : {
+            kind: 's3' as const,
+            bucket: e.S3_BUCKET,
+            endpoint: e.S3_ENDPOINT,
+            region: e.S3_REGION,
+            forcePathStyle: e.S3_FORCE_PATH_STYLE === undefined ? e.S3_ENDPOINT !== undefined : e.S3_FORCE_PATH_STYLE === 'true',
+            credentials:
+              e.S3_ACCESS_KEY_ID !== undefined && e.S3_SECRET_ACCESS_KEY !== undefined
+                ? { accessKeyId: e.S3_ACCESS_KEY_ID, secretAccessKey: e.S3_SECRET_ACCESS_KEY }
+                : undefined,
+          },
+    paymentVendors: Object.fromEntries(
+      Object.entries(e.PAYMENT_VENDORS === undefined ? {} : vendorsSchema.parse(JSON.parse(e.PAYMENT_VENDORS))).map(([code, v]) => [
+        code,
+        Object.freeze({ baseUrl: v.base_url, apiKey: v.api_key }),
+      ]),
+    ),
+    paymentVendorTimeoutMs: e.PAYMENT_VENDOR_TIMEOUT_MS,
+    paymentVendorRetries: e.PAYMENT_VENDOR_RETRIES,
   });
 }

@@ -5,7 +5,9 @@ import { systemClock, type Clock } from './clock.js';
 import type { Config } from './config.js';
 import { createDb } from './db/create-db.js';
 import type { Database } from './db/database.js';
+import { createDocumentStore, type DocumentStore } from './documents/document-store.js';
 import { createLogger, type Logger } from './log.js';
+import { createPaymentVendorClient, type PaymentVendorClient } from './vendors/payment-vendor.js';
 import {
   createInProgressMarkers,
   createProcessPermits,
@@ -23,6 +25,8 @@ export interface Deps {
   readonly clock: Clock;
   readonly permits: ProcessPermits;
   readonly inProgress: InProgressMarkers;
+  readonly documents: DocumentStore;
+  readonly vendors: PaymentVendorClient;
   /** Closes every connection; each step runs even when another fails. Idempotent. */
   close(): Promise<void>;
 }
@@ -32,6 +36,8 @@ export interface DepsOverrides {
   clock?: Clock;
   /** Pool size for PostgreSQL (workers want more than the API). */
   dbPoolSize?: number;
+  /** Tests shorten the vendor client's backoff. */
+  vendorBackoffMs?: { min: number; max: number };
 }
 
 export function createDeps(config: Config, overrides: DepsOverrides = {}): Deps {
@@ -51,13 +57,23 @@ export function createDeps(config: Config, overrides: DepsOverrides = {}): Deps 
   });
   const inProgress = createInProgressMarkers(redis, { prefix: config.redisPrefix, ttlMs: Math.max(config.processPermitTtlMs, 60_000) });
 
+  const documents = createDocumentStore(config.documents);
+  const vendors = createPaymentVendorClient({
+    vendors: config.paymentVendors,
+    timeoutMs: config.paymentVendorTimeoutMs,
+    retries: config.paymentVendorRetries,
+    log,
+    ...(overrides.vendorBackoffMs ? { minBackoffMs: overrides.vendorBackoffMs.min, maxBackoffMs: overrides.vendorBackoffMs.max } : {}),
+  });
+
   let closing: Promise<void> | undefined;
   const close = () => {
     closing ??= (async () => {
+      documents.close();
       const results = await Promise.allSettled([db.destroy(), redis.quit()]);
       for (const r of results) if (r.status === 'rejected') log.warn({ err: r.reason }, 'error while closing');
     })();
     return closing;
   };
-  return { config, db, pool, redis, log, clock: overrides.clock ?? systemClock, permits, inProgress, close };
+  return { config, db, pool, redis, log, clock: overrides.clock ?? systemClock, permits, inProgress, documents, vendors, close };
 }

@@ -133,6 +133,84 @@ export interface AccountMetadataTable {
   value: string;
 }
 
+export interface AccountNotesTable {
+  id: Generated<string> & Id;
+  account_id: string;
+  body: string | null;
+  document_paths: ColumnType<string[], string[] | undefined, string[]>;
+  created_at: ColumnType<Date, Date | string, Date | string>;
+  is_pinned: ColumnType<boolean, boolean | undefined, boolean>;
+  unpin_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  origin: ColumnType<'IMPORTED' | 'TRANSACTIONS_MOVED', 'IMPORTED' | 'TRANSACTIONS_MOVED' | undefined, never>;
+  inserted_at: CreatedAt;
+}
+
+export interface AccountTransactionsTable {
+  id: Generated<string> & Id;
+  account_id: string;
+  transaction_id: string;
+  type: string;
+  reason: string | null;
+  amount: Numeric;
+  transaction_date: DateCol;
+  original_transaction_date: DateCol | null;
+  description: string | null;
+  reference: string | null;
+  payment_type: string | null;
+  display_note: string | null;
+  note: string | null;
+  product_code: string | null;
+  inserted_at: CreatedAt;
+}
+
+export interface TransactionLineItemsTable {
+  id: Generated<string> & Id;
+  transaction_row_id: string;
+  position: number;
+  rate_band: string | null;
+  start_date: DateCol;
+  end_date: DateCol;
+  number_of_units: Numeric;
+  net_amount: Numeric;
+  price_per_unit: Numeric | null;
+  /** numeric[] comes back from pg as a string[] of exact decimals. */
+  units: ColumnType<string[] | null, string[] | null, string[] | null>;
+}
+
+export interface TransactionTaxItemsTable {
+  id: Generated<string> & Id;
+  transaction_row_id: string;
+  position: number;
+  amount: Numeric;
+  tax_type: string;
+  value_taxed: Numeric;
+  rate: Numeric;
+  unit_type: string;
+}
+
+export interface HistoricalStatementsTable {
+  id: Generated<string> & Id;
+  account_id: string;
+  statement_id: string;
+  bill_period_from_date: DateCol;
+  bill_period_to_date: DateCol;
+  issued_date: DateCol;
+  number: string;
+  gross_amount: Numeric;
+  statement_path: string | null;
+  inserted_at: CreatedAt;
+}
+
+export interface PaymentInstructionsTable {
+  id: Generated<string> & Id;
+  account_id: string;
+  vendor: string;
+  reference: string;
+  type: string;
+  details: ColumnType<unknown, string, string>;
+  inserted_at: CreatedAt;
+}
+
 export interface Database {
   import_suppliers: ImportSuppliersTable;
   operations_teams: OperationsTeamsTable;
@@ -146,6 +224,12 @@ export interface Database {
   meters: MetersTable;
   agreements: AgreementsTable;
   account_metadata: AccountMetadataTable;
+  account_notes: AccountNotesTable;
+  account_transactions: AccountTransactionsTable;
+  transaction_line_items: TransactionLineItemsTable;
+  transaction_tax_items: TransactionTaxItemsTable;
+  historical_statements: HistoricalStatementsTable;
+  payment_instructions: PaymentInstructionsTable;
 }
 
 export type Db = Kysely<Database>;

@@ -2,13 +2,14 @@ import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstanc
 import { TokenService } from '../auth/tokens.js';
 import type { Deps } from '../deps.js';
 import { AppError } from '../errors.js';
-import { createAccountService } from '../imports/accounts/account.service.js';
+import { createServices } from '../imports/services.js';
 import { registerGraphql } from '../graphql/obtain-token.js';
 import { createTokenAuthenticator } from './auth.js';
 import { parseJsonExact } from './json.js';
 import { buildOpenApi } from './openapi.js';
 import type { RouteDef } from './route.js';
 import { accountRoutes } from './routes/accounts.js';
+import { extrasRoutes } from './routes/extras.js';
 import { systemRoutes } from './routes/system.js';
 
 declare module 'fastify' {
@@ -62,8 +63,8 @@ export async function buildApp(deps: Deps): Promise<BuiltApp> {
   app.decorateRequest('apiKeyId', '');
   await registerGraphql(app, deps.db, tokens);
 
-  const accounts = createAccountService(deps);
-  const routes: RouteDef[] = [...systemRoutes(deps), ...accountRoutes(accounts)];
+  const services = createServices(deps);
+  const routes: RouteDef[] = [...systemRoutes(deps), ...accountRoutes(services.accounts), ...extrasRoutes(services)];
   for (const r of routes) {
     app.route({
       method: r.method,

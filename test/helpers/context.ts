@@ -7,7 +7,7 @@ import { createApiKey } from '../../src/auth/api-keys.js';
 import { FakeClock } from '../../src/clock.js';
 import { loadConfig, type Config } from '../../src/config.js';
 import type { SupplierStatus } from '../../src/db/database.js';
-import { createDeps, type Deps } from '../../src/deps.js';
+import { createDeps, type Deps, type DepsOverrides } from '../../src/deps.js';
 import { buildApp, type BuiltApp } from '../../src/http/app.js';
 import { createLogger } from '../../src/log.js';
 
@@ -77,6 +77,8 @@ export interface ContextOptions {
   env?: Record<string, string>;
   /** Starting time of the fake clock (defaults to now). */
   now?: Date;
+  /** Passed to createDeps (for example a short vendor backoff). */
+  deps?: Omit<DepsOverrides, 'clock' | 'log'>;
 }
 
 /** One service instance on its own database and Redis prefix: what a test file talks to. */
@@ -94,7 +96,7 @@ export async function createTestContext(opts: ContextOptions = {}): Promise<Test
     ...opts.env,
   });
   const clock = new FakeClock(opts.now ?? new Date());
-  const deps = createDeps(config, { clock, log: createLogger('silent') });
+  const deps = createDeps(config, { ...opts.deps, clock, log: createLogger('silent') });
   let built: BuiltApp;
   try {
     built = await buildApp(deps);

@@ -1,0 +1,112 @@
+import type { Kysely } from 'kysely';
+import { formatInstant, type Clock } from '../../clock.js';
+import type { Database, Executor } from '../../db/database.js';
+import type { DocumentStore } from '../../documents/document-store.js';
+import { AppError, item, type ErrorItem } from '../../errors.js';
+import { findImportedAccountSupplier } from '../shared/account-lookup.js';
+import { checkDocument } from '../shared/documents.js';
+import { parseIsoDatetime } from '../shared/fields.js';
+import { lockImportedAccount } from '../shared/imported-account.js';
+import { parseOrThrow } from '../shared/validation.js';
+import { notesRequestSchema, type NoteInput } from './note.schemas.js';
+
+export interface NoteResult {
+  created_at: string;
+  body: string | null;
+  status: 'NOTE_CREATION_SUCCESS' | 'NOTE_ALREADY_EXISTS';
+}
+
+interface StoredNote {
+  body: string | null;
+  document_paths: string[];
+  created_at: Date;
+}
+
+/** What makes two notes "the same": the body, or for a documents-only note its set of documents. */
+const sameness = (body: string | null | undefined, paths: readonly string[]): string =>
+  body ? `b:${body}` : `d:${JSON.stringify([...paths].sort())}`;
+
+export interface NoteServiceDeps {
+  db: Kysely<Database>;
+  clock: Clock;
+  documents: DocumentStore;
+}
+
+export function createNoteService(deps: NoteServiceDeps) {
+  /**
+   * Imports notes in input order. A note is created only when the account has no note with the same
+   * body (and the same created_at, when one is given); otherwise it is reported NOTE_ALREADY_EXISTS.
+   */
+  async function importNotes(input: unknown, executor?: Executor): Promise<NoteResult[]> {
+    const req = parseOrThrow(notesRequestSchema, input, 'invalid_request', 'Invalid request.');
+    const db = executor ?? deps.db;
+    const supplier = await findImportedAccountSupplier(db, req.import_supplier, req.external_account_number);
+    const now = deps.clock.now();
+    const problems: ErrorItem[] = [];
+    req.notes.forEach((note, i) => {
+      // created_at defaults to now, so an unpin_at in the past is before the note's creation.
+      if (note.unpin_at !== undefined && note.created_at === undefined && parseIsoDatetime(note.unpin_at)! < now) {
+        problems.push(item('note_unpin_at_earlier_than_creation_date', 'unpin_at must not be earlier than created_at (now).', `notes.${i}.unpin_at`));
+      }
+    });
+    for (const [i, note] of req.notes.entries()) {
+      for (const [j, d] of (note.document_paths ?? []).entries()) {
+        const problem = await checkDocument(deps.documents, supplier.documents_root, d.document_path, `notes.${i}.document_paths.${j}.document_path`);
+        if (problem) problems.push(problem);
+      }
+    }
+    if (problems.length > 0) throw new AppError(400, 'invalid_request', 'Invalid request.', problems);
+
+    const write = async (trx: Executor) => {
+      const account = await lockImportedAccount(trx, req.import_supplier, req.external_account_number);
+      return insertNew(trx, account.id, req.notes, now);
+    };
+    return executor ? write(executor) : deps.db.transaction().execute(write);
+  }
+
+  async function insertNew(trx: Executor, accountId: string, notes: NoteInput[], now: Date): Promise<NoteResult[]> {
+    const bodies = [...new Set(notes.flatMap((n) => (n.body ? [n.body] : [])))];
+    const existing: StoredNote[] = await trx
+      .selectFrom('account_notes')
+      .select(['body', 'document_paths', 'created_at'])
+      .where('account_id', '=', accountId)
+      .where((eb) => eb.or([eb('body', 'is', null), ...(bodies.length ? [eb('body', 'in', bodies)] : [])]))
+      .execute();
+    const known = new Map<string, StoredNote[]>();
+    const remember = (n: StoredNote) => {
+      const key = sameness(n.body, n.document_paths);
+      known.set(key, [...(known.get(key) ?? []), n]);
+    };
+    existing.forEach(remember);
+
+    const results: NoteResult[] = [];
+    const rows: StoredNote[] = [];
+    const extra: Array<{ is_pinned: boolean; unpin_at: Date | null }> = [];
+    for (const note of notes) {
+      const paths = (note.document_paths ?? []).map((d) => d.document_path);
+      const givenAt = note.created_at === undefined ? undefined : parseIsoDatetime(note.created_at)!;
+      const candidates = known.get(sameness(note.body, paths)) ?? [];
+      const match = givenAt === undefined ? candidates[0] : candidates.find((c) => c.created_at.getTime() === givenAt.getTime());
+      if (match) {
+        results.push({ created_at: formatInstant(match.created_at), body: match.body, status: 'NOTE_ALREADY_EXISTS' });
+        continue;
+      }
+      const stored: StoredNote = { body: note.body ?? null, document_paths: paths, created_at: givenAt ?? now };
+      remember(stored);
+      rows.push(stored);
+      extra.push({ is_pinned: note.is_pinned ?? false, unpin_at: note.unpin_at === undefined ? null : parseIsoDatetime(note.unpin_at)! });
+      results.push({ created_at: formatInstant(stored.created_at), body: stored.body, status: 'NOTE_CREATION_SUCCESS' });
+    }
+    if (rows.length > 0) {
+      await trx
+        .insertInto('account_notes')
+        .values(rows.map((r, i) => ({ account_id: accountId, body: r.body, document_paths: r.document_paths, created_at: r.created_at, ...extra[i]! })))
+        .execute();
+    }
+    return results;
+  }
+
+  return { importNotes };
+}
+
+export type NoteService = ReturnType<typeof createNoteService>;

@@ -1,0 +1,110 @@
+import type { Kysely } from 'kysely';
+import { z } from 'zod';
+import type { Database, Executor } from '../../db/database.js';
+import { AppError, badRequest } from '../../errors.js';
+import { INSTRUCTION_TYPES, PaymentVendorUnavailable, type PaymentVendorClient } from '../../vendors/payment-vendor.js';
+import { findImportedAccountSupplier } from '../shared/account-lookup.js';
+import { choice } from '../shared/fields.js';
+import { accountPairShape, lockImportedAccount } from '../shared/imported-account.js';
+import { parseOrThrow } from '../shared/validation.js';
+
+export const paymentInstructionRequestSchema = z
+  .strictObject({
+    ...accountPairShape,
+    vendor: z.string().min(1).max(64),
+    reference: z.string().min(1).max(255),
+    type: choice(INSTRUCTION_TYPES),
+  })
+  .meta({ id: 'PaymentInstructionRequest' });
+
+/** An instruction in one of these states would never collect a payment: migrating it would hide a broken mandate. */
+const INACTIVE_STATUSES: ReadonlySet<string> = new Set(['CANCELLED', 'EXPIRED', 'FAILED']);
+
+export interface PaymentInstructionResult {
+  service_account_number: string;
+  reference: string;
+}
+
+export interface PaymentInstructionServiceDeps {
+  db: Kysely<Database>;
+  vendors: PaymentVendorClient;
+}
+
+export function createPaymentInstructionService(deps: PaymentInstructionServiceDeps) {
+  /**
+   * Verifies the instruction with its vendor and stores what the vendor returns. A reference the
+   * account already has is answered from storage without asking the vendor again; a repeat is
+   * never stored twice. The vendor is asked outside any database transaction.
+   */
+  async function importPaymentInstruction(input: unknown, executor?: Executor): Promise<PaymentInstructionResult> {
+    const req = parseOrThrow(paymentInstructionRequestSchema, input, 'invalid_request', 'Invalid request.');
+    const db = executor ?? deps.db;
+    await findImportedAccountSupplier(db, req.import_supplier, req.external_account_number);
+    const stored = await findStored(db, req);
+    if (stored) return { service_account_number: stored, reference: req.reference };
+
+    let lookup;
+    try {
+      lookup = await deps.vendors.lookup(req.vendor, req.reference);
+    } catch (err) {
+      if (err instanceof PaymentVendorUnavailable) {
+        throw new AppError(500, 'payment_vendor_unavailable', `Payment vendor '${req.vendor}' could not be reached; retry the request as it is.`, [], {}, {}, { cause: err });
+      }
+      throw err;
+    }
+    switch (lookup.kind) {
+      case 'unknown_vendor':
+        throw badRequest('payment_vendor_not_found', `Payment vendor '${req.vendor}' is not configured.`, 'vendor');
+      case 'not_found':
+        throw badRequest('payment_instruction_not_found_at_vendor', `Payment vendor '${req.vendor}' has no instruction '${req.reference}'.`, 'reference');
+      case 'rejected':
+        throw badRequest('payment_instruction_not_found_at_vendor', `Payment vendor '${req.vendor}' rejected instruction '${req.reference}': ${lookup.reason}`, 'reference');
+      case 'found':
+        break;
+    }
+    if (INACTIVE_STATUSES.has(lookup.details.status)) {
+      throw badRequest(
+        'payment_instruction_inactive',
+        `Payment vendor '${req.vendor}' reports instruction '${req.reference}' as ${lookup.details.status}; only a usable instruction can be migrated.`,
+        'reference',
+      );
+    }
+    if (lookup.details.type !== req.type) {
+      throw badRequest(
+        'payment_instruction_type_mismatch',
+        `Payment vendor '${req.vendor}' holds '${req.reference}' as ${lookup.details.type}, not ${req.type}.`,
+        'type',
+      );
+    }
+    const details = lookup.details.raw;
+    const write = async (trx: Executor) => {
+      const account = await lockImportedAccount(trx, req.import_supplier, req.external_account_number);
+      await trx
+        .insertInto('payment_instructions')
+        .values({ account_id: account.id, vendor: req.vendor, reference: req.reference, type: req.type, details: JSON.stringify(details) })
+        .onConflict((oc) => oc.columns(['account_id', 'vendor', 'reference']).doNothing())
+        .execute();
+      return { service_account_number: account.number, reference: req.reference };
+    };
+    return executor ? write(executor) : deps.db.transaction().execute(write);
+  }
+
+  return { importPaymentInstruction };
+}
+
+export type PaymentInstructionService = ReturnType<typeof createPaymentInstructionService>;
+
+/** The account's number when it already holds this vendor's reference. */
+async function findStored(db: Executor, req: { import_supplier: string; external_account_number: string; vendor: string; reference: string }): Promise<string | undefined> {
+  const row = await db
+    .selectFrom('payment_instructions as p')
+    .innerJoin('accounts as a', 'a.id', 'p.account_id')
+    .innerJoin('import_suppliers as s', 's.id', 'a.import_supplier_id')
+    .select('a.number')
+    .where('s.code', '=', req.import_supplier)
+    .where('a.external_account_number', '=', req.external_account_number)
+    .where('p.vendor', '=', req.vendor)
+    .where('p.reference', '=', req.reference)
+    .executeTakeFirst();
+  return row?.number;
+}

@@ -1,0 +1,19 @@
+import type { Deps } from '../deps.js';
+import { createAccountService } from './accounts/account.service.js';
+import { createNoteService } from './notes/note.service.js';
+import { createPaymentInstructionService } from './payment-instructions/payment-instruction.service.js';
+import { createStatementService } from './statements/statement.service.js';
+import { createTransactionService } from './transactions/transaction.service.js';
+
+/** The domain core: built once per process, called by the REST routes and the queue workers alike. */
+export function createServices(deps: Deps) {
+  return {
+    accounts: createAccountService(deps),
+    notes: createNoteService(deps),
+    transactions: createTransactionService(deps),
+    statements: createStatementService(deps),
+    paymentInstructions: createPaymentInstructionService(deps),
+  };
+}
+
+export type Services = ReturnType<typeof createServices>;

@@ -1,0 +1,25 @@
+import type { Executor, ImportSupplier } from '../../db/database.js';
+import { notFound } from '../../errors.js';
+import { assertMigrationOngoing } from '../suppliers/supplier.rules.js';
+
+/**
+ * The supplier of a pair that has a created account, without locking: used for the checks that
+ * must happen before the account is locked (documents in storage, the payment vendor), so no
+ * network call is made while a row lock is held. The locked read repeats these checks.
+ */
+export async function findImportedAccountSupplier(db: Executor, supplierCode: string, externalAccountNumber: string): Promise<ImportSupplier> {
+  const supplier = await db.selectFrom('import_suppliers').selectAll().where('code', '=', supplierCode).executeTakeFirst();
+  const account = supplier
+    ? await db
+        .selectFrom('accounts')
+        .select('id')
+        .where('import_supplier_id', '=', supplier.id)
+        .where('external_account_number', '=', externalAccountNumber)
+        .executeTakeFirst()
+    : undefined;
+  if (!supplier || !account) {
+    throw notFound('account_not_found', `No imported account for supplier '${supplierCode}' and account '${externalAccountNumber}'.`);
+  }
+  assertMigrationOngoing(supplier);
+  return supplier;
+}

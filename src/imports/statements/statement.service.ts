@@ -1,0 +1,114 @@
+import type { Kysely } from 'kysely';
+import { utcDate, type Clock } from '../../clock.js';
+import type { Database, Executor } from '../../db/database.js';
+import type { DocumentStore } from '../../documents/document-store.js';
+import { AppError, item, type ErrorItem } from '../../errors.js';
+import { findImportedAccountSupplier } from '../shared/account-lookup.js';
+import { checkDocument } from '../shared/documents.js';
+import { lockImportedAccount } from '../shared/imported-account.js';
+import { parseOrThrow } from '../shared/validation.js';
+import { makeStatementsRequestSchema, type StatementInput } from './statement.schemas.js';
+
+export type StatementStatus = 'STATEMENT_CREATED' | 'STATEMENT_ALREADY_EXISTS';
+
+export interface StatementsResult {
+  import_supplier: string;
+  external_account_number: string;
+  statements: Array<StatementInput & { status: StatementStatus }>;
+}
+
+interface Period {
+  from: string;
+  to: string;
+}
+const overlaps = (a: Period, b: Period) => a.from <= b.to && b.from <= a.to;
+
+export interface StatementServiceDeps {
+  db: Kysely<Database>;
+  clock: Clock;
+  documents: DocumentStore;
+}
+
+export function createStatementService(deps: StatementServiceDeps) {
+  const schema = makeStatementsRequestSchema(() => utcDate(deps.clock.now()));
+
+  /**
+   * Imports historical statements all or nothing. A statement_id the account already has is
+   * skipped and reported STATEMENT_ALREADY_EXISTS; periods may not overlap; PDFs must be in storage.
+   */
+  async function importStatements(input: unknown, executor?: Executor): Promise<StatementsResult> {
+    const req = parseOrThrow(schema, input, 'invalid_request', 'Invalid request.');
+    const db = executor ?? deps.db;
+    const supplier = await findImportedAccountSupplier(db, req.import_supplier, req.external_account_number);
+    const problems: ErrorItem[] = [];
+    for (const [i, s] of req.statements.entries()) {
+      if (s.statement_path === undefined) continue;
+      const problem = await checkDocument(deps.documents, supplier.documents_root, s.statement_path, `statements.${i}.statement_path`, { pdf: true });
+      if (problem) problems.push(problem);
+    }
+
+    const write = async (trx: Executor): Promise<StatementsResult> => {
+      const account = await lockImportedAccount(trx, req.import_supplier, req.external_account_number);
+      const existing = await trx
+        .selectFrom('historical_statements')
+        .select(['statement_id', 'bill_period_from_date as from', 'bill_period_to_date as to'])
+        .where('account_id', '=', account.id)
+        .execute();
+      const ids = new Set(existing.map((e) => e.statement_id));
+      const periods: Array<Period & { id: string }> = existing.map((e) => ({ id: e.statement_id, from: e.from, to: e.to }));
+      const out: StatementsResult['statements'] = [];
+      const toInsert: StatementInput[] = [];
+      for (const [i, s] of req.statements.entries()) {
+        if (ids.has(s.statement_id)) {
+          out.push({ ...s, status: 'STATEMENT_ALREADY_EXISTS' });
+          continue;
+        }
+        const period = { from: s.bill_period_from_date, to: s.bill_period_to_date };
+        const clash = periods.find((p) => overlaps(p, period));
+        if (clash) {
+          problems.push(
+            item(
+              'overlapping_statement_periods',
+              `The period ${period.from} to ${period.to} overlaps statement '${clash.id}' (${clash.from} to ${clash.to}).`,
+              `statements.${i}`,
+            ),
+          );
+        }
+        ids.add(s.statement_id);
+        periods.push({ id: s.statement_id, ...period });
+        toInsert.push(s);
+        out.push({ ...s, status: 'STATEMENT_CREATED' });
+      }
+      if (problems.length > 0) throw new AppError(400, 'invalid_request', 'Invalid request.', sortByAttr(problems));
+      if (toInsert.length > 0) {
+        await trx
+          .insertInto('historical_statements')
+          .values(
+            toInsert.map((s) => ({
+              account_id: account.id,
+              statement_id: s.statement_id,
+              bill_period_from_date: s.bill_period_from_date,
+              bill_period_to_date: s.bill_period_to_date,
+              issued_date: s.issued_date,
+              number: s.number,
+              gross_amount: s.gross_amount,
+              statement_path: s.statement_path ?? null,
+            })),
+          )
+          .execute();
+      }
+      return { import_supplier: req.import_supplier, external_account_number: req.external_account_number, statements: out };
+    };
+    return executor ? write(executor) : deps.db.transaction().execute(write);
+  }
+
+  return { importStatements };
+}
+
+export type StatementService = ReturnType<typeof createStatementService>;
+
+/** Problems in the order of the statements they concern. */
+function sortByAttr(items: ErrorItem[]): ErrorItem[] {
+  const index = (attr: string | null) => Number(/^statements\.(\d+)/.exec(attr ?? '')?.[1] ?? -1);
+  return [...items].sort((a, b) => index(a.attr) - index(b.attr));
+}

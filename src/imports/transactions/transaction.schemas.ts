@@ -1,0 +1,127 @@
+import { z } from 'zod';
+import { choice, crossFieldCheck, dateString, decimalString, isRecord } from '../shared/fields.js';
+import { accountPairShape } from '../shared/imported-account.js';
+
+/** decisions §7 */
+export const MAX_TRANSACTIONS_PER_REQUEST = 5000;
+
+/** decisions §6 */
+export const TRANSACTION_TYPES = ['CHARGE', 'CREDIT', 'PAYMENT', 'REPAYMENT', 'SUPPLY_CHARGE'] as const;
+export type TransactionType = (typeof TRANSACTION_TYPES)[number];
+
+const CHARGE_REASONS = ['IMPORTED_CHARGE', 'BALANCE_TRANSFER', 'DATA_IMPORT_BALANCE_TRANSFER', 'DEPOSIT', 'LATE_PAYMENT_FEE_CHARGE', 'REVERSED_ACCOUNT_CREDIT', 'DEFAULT'];
+export const REASONS: Record<TransactionType, readonly string[]> = {
+  CHARGE: CHARGE_REASONS,
+  CREDIT: ['IMPORTED_CREDIT', 'BALANCE_ADJUSTMENT', 'BALANCE_TRANSFER', 'DATA_IMPORT_BALANCE_TRANSFER', 'CUSTOMER_SERVICE_GESTURE', 'GOODWILL_PAYMENT', 'JOINING_REWARD', 'LOYALTY_REWARD', 'REVERSED_ACCOUNT_CHARGE', 'GENERAL_CREDIT'],
+  PAYMENT: ['ACCOUNT_CHARGE_PAYMENT', 'BALANCE_ADJUSTMENT', 'GENERAL_CREDIT', 'DEBT_REPAYMENT', 'DEPOSIT', 'SETTLEMENT', 'PAYMENT_PLAN', 'REGULAR_SCHEDULE', 'REPAYMENT_CORRECTION'],
+  REPAYMENT: ['FULL_CREDIT_REFUND', 'PARTIAL_CREDIT_REFUND', 'FINAL_BALANCE_SETTLEMENT', 'MISTAKEN_PAYMENT_TAKEN', 'PAYMENT_CORRECTION', 'COMPLAINT_COMPENSATION', 'FAILED_PAYMENT', 'DEPOSIT_RETURN', 'CHARGEBACK'],
+  // decisions §3: SUPPLY_CHARGE takes CHARGE's fields minus the required reason; a given reason is a charge reason.
+  SUPPLY_CHARGE: CHARGE_REASONS,
+};
+export const PAYMENT_TYPES: Partial<Record<TransactionType, readonly string[]>> = {
+  PAYMENT: ['DD_FIRST_COLLECTION', 'DD_REGULAR_COLLECTION', 'DD_RE_PRESENTATION', 'DD_FINAL_COLLECTION', 'CREDIT_CARD', 'DEBIT_CARD', 'CHEQUE', 'BACS_DEPOSIT', 'PAYPOINT_CASH', 'PAYPOINT_CARD', 'POST_OFFICE_CASH', 'CASH', 'DIRECT_CREDIT'],
+  REPAYMENT: ['DIRECT_CREDIT', 'CARD_REFUND', 'BACS', 'CHEQUE'],
+};
+/** Fields a type requires beyond transaction_id, transaction_date, amount and type (decisions §3). */
+const REQUIRED_BY_TYPE: Record<TransactionType, readonly string[]> = {
+  CHARGE: ['reason'],
+  CREDIT: ['reason'],
+  PAYMENT: [],
+  REPAYMENT: [],
+  SUPPLY_CHARGE: ['product_code', 'line_items'],
+};
+
+/** Amounts as transfer_balance: up to 10 integer and 10 fraction digits, exact. */
+const money = decimalString({ maxIntegerDigits: 10, maxFractionDigits: 10 });
+/** Quantities and rates may need more precision than money (prices per kWh). */
+const quantity = decimalString({ maxIntegerDigits: 12, maxFractionDigits: 12 });
+const text = (max: number) => z.string().min(1).max(max);
+
+const lineItemSchema = z
+  .strictObject({
+    rate_band: choice(['CONSUMPTION_STANDARD', 'CONSUMPTION_DAY', 'CONSUMPTION_NIGHT', 'STANDING_CHARGE']).optional(),
+    start_date: dateString,
+    end_date: dateString,
+    number_of_units: quantity,
+    net_amount: money,
+    price_per_unit: quantity.optional(),
+    units: z.array(quantity).max(1000).optional(),
+  })
+  .check(
+    crossFieldCheck((li, ctx) => {
+      if (!isRecord(li) || !ctx.parsed(['start_date']) || !ctx.parsed(['end_date'])) return;
+      if (typeof li.start_date === 'string' && typeof li.end_date === 'string' && li.end_date < li.start_date) {
+        ctx.addIssue('start_date_later_than_end_date', 'end_date must not be before start_date.', ['end_date']);
+      }
+    }),
+  );
+
+const taxItemSchema = z.strictObject({
+  amount: money,
+  tax_type: choice(['VAT', 'CCL']),
+  value_taxed: money,
+  rate: quantity,
+  unit_type: choice(['PROPORTION', 'CURRENCY_PER_KWH']),
+});
+
+/** One transaction: field types here, the per-type rules in the check, all reported with attrs. */
+export const transactionSchema = z
+  .strictObject({
+    transaction_id: text(255),
+    transaction_date: dateString,
+    amount: money,
+    type: choice(TRANSACTION_TYPES),
+    reason: text(64).optional(),
+    reference: text(255).optional(),
+    payment_type: text(64).optional(),
+    display_note: z.string().max(5000).optional(),
+    note: z.string().max(5000).optional(),
+    product_code: text(255).optional(),
+    line_items: z.array(lineItemSchema).max(1000).optional(),
+    tax_items: z.array(taxItemSchema).max(100).optional(),
+  })
+  .check(
+    crossFieldCheck((t, ctx) => {
+      if (!isRecord(t) || !ctx.parsed(['type'])) return;
+      const type = t.type as TransactionType;
+      for (const field of REQUIRED_BY_TYPE[type]) {
+        if (t[field] === undefined) ctx.addIssue('required', `${field} is required on ${type} transactions.`, [field]);
+      }
+      if (type === 'SUPPLY_CHARGE' && Array.isArray(t.line_items) && t.line_items.length === 0 && ctx.parsed(['line_items'])) {
+        ctx.addIssue('min_items', 'A SUPPLY_CHARGE needs at least one line item.', ['line_items']);
+      }
+      if (typeof t.reason === 'string' && ctx.parsed(['reason']) && !REASONS[type].includes(t.reason)) {
+        ctx.addIssue('invalid_choice', `'${t.reason}' is not a valid reason for ${type}; expected one of ${REASONS[type].join(', ')}.`, ['reason']);
+      }
+      if (typeof t.payment_type === 'string' && ctx.parsed(['payment_type'])) {
+        const allowed = PAYMENT_TYPES[type];
+        if (!allowed) ctx.addIssue('invalid_choice', `payment_type does not apply to ${type} transactions.`, ['payment_type']);
+        else if (!allowed.includes(t.payment_type)) {
+          ctx.addIssue('invalid_choice', `'${t.payment_type}' is not a valid payment_type for ${type}; expected one of ${allowed.join(', ')}.`, ['payment_type']);
+        }
+      }
+    }),
+  )
+  .meta({ id: 'Transaction' });
+export type TransactionInput = z.output<typeof transactionSchema>;
+
+/** The outer shape; each transaction is checked on its own so the first failing one can be reported. */
+export const transactionsRequestSchema = z
+  .strictObject({ ...accountPairShape, transactions: z.array(z.unknown()).min(1).max(MAX_TRANSACTIONS_PER_REQUEST) })
+  .meta({ id: 'TransactionsRequest' });
+
+/** For the OpenAPI document: the request as clients send it. */
+export const transactionsRequestDocSchema = z.strictObject({ ...accountPairShape, transactions: z.array(transactionSchema) });
+
+const booleanParam = z
+  .string()
+  .transform((s) => s.toLowerCase())
+  .pipe(z.enum(['true', 'false', '1', '0']))
+  .transform((s) => s === 'true' || s === '1');
+
+export const transactionsQuerySchema = z.strictObject({
+  check_previously_added: booleanParam.optional().default(true),
+  force_add_to_current_statement: booleanParam.optional().default(true),
+});
+
+export const TRANSACTION_STATUSES = ['TRANSACTION_ADDED_TO_ACCOUNT', 'TRANSACTION_ALREADY_EXISTS'] as const;

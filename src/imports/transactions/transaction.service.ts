@@ -1,0 +1,234 @@
+import type { Kysely } from 'kysely';
+import { addDaysUtc, utcDate, type Clock } from '../../clock.js';
+import type { Database, Executor } from '../../db/database.js';
+import { AppError } from '../../errors.js';
+import { findImportedAccountSupplier } from '../shared/account-lookup.js';
+import { lockImportedAccount, type ImportedAccount } from '../shared/imported-account.js';
+import { issuesToItems, parseOrThrow } from '../shared/validation.js';
+import {
+  transactionSchema,
+  transactionsQuerySchema,
+  transactionsRequestSchema,
+  type TransactionInput,
+} from './transaction.schemas.js';
+
+export type TransactionStatus = 'TRANSACTION_ADDED_TO_ACCOUNT' | 'TRANSACTION_ALREADY_EXISTS';
+
+export interface TransactionResult {
+  status: TransactionStatus;
+  transaction_data: Record<string, unknown>;
+}
+
+/**
+ * The interface's own 400 shape for transactions: the first failing transaction only, with the
+ * stable code and the attr path beside the status and reason (decisions §3).
+ */
+export class TransactionImportError extends AppError {
+  constructor(
+    code: string,
+    detail: string,
+    attr: string,
+    readonly transactionData: unknown,
+  ) {
+    super(400, code, detail, [{ code, detail, attr }]);
+  }
+
+  override body(): Record<string, unknown> {
+    const first = this.errors[0]!;
+    return { status: 'TRANSACTION_IMPORT_ERROR', error_detail: this.detail, transaction_data: this.transactionData, code: this.code, attr: first.attr };
+  }
+}
+
+export const movedDescription = (original: string): string =>
+  `Originally dated ${original}; moved into the current statement period on import`;
+
+/** The first day of the account's open statement period (decisions §3). */
+export async function openPeriodStart(db: Executor, account: Pick<ImportedAccount, 'id' | 'createdAt' | 'lastStatementClosingDate'>): Promise<string> {
+  const { max } = await db
+    .selectFrom('historical_statements')
+    .select((eb) => eb.fn.max('bill_period_to_date').as('max'))
+    .where('account_id', '=', account.id)
+    .executeTakeFirstOrThrow();
+  const closings = [account.lastStatementClosingDate, max as string | null].filter((d): d is string => d !== null);
+  if (closings.length === 0) return utcDate(account.createdAt);
+  return addDaysUtc(closings.sort().at(-1)!, 1);
+}
+
+export interface TransactionServiceDeps {
+  db: Kysely<Database>;
+  clock: Clock;
+}
+
+type Parsed = { ok: true; tx: TransactionInput } | { ok: false; error: TransactionImportError };
+
+export function createTransactionService(deps: TransactionServiceDeps) {
+  /**
+   * Imports a request's transactions all or nothing. Each is checked in input order; the first that
+   * fails aborts the request (nothing written) and is the one reported.
+   */
+  async function importTransactions(input: unknown, query: unknown, executor?: Executor): Promise<TransactionResult[]> {
+    const req = parseOrThrow(transactionsRequestSchema, input, 'invalid_request', 'Invalid request.');
+    const opts = parseOrThrow(transactionsQuerySchema, query ?? {}, 'invalid_request', 'Invalid query parameters.');
+    const db = executor ?? deps.db;
+    await findImportedAccountSupplier(db, req.import_supplier, req.external_account_number);
+    const parsed = req.transactions.map((raw, i) => parseOne(raw, i));
+
+    const write = async (trx: Executor): Promise<TransactionResult[]> => {
+      const account = await lockImportedAccount(trx, req.import_supplier, req.external_account_number);
+      const today = utcDate(deps.clock.now());
+      const start = await openPeriodStart(trx, account);
+      const ids = parsed.flatMap((p) => (p.ok ? [p.tx.transaction_id] : []));
+      const existing = opts.check_previously_added && ids.length > 0
+        ? new Set((await trx.selectFrom('account_transactions').select('transaction_id').where('account_id', '=', account.id).where('transaction_id', 'in', ids).execute()).map((r) => r.transaction_id))
+        : new Set<string>();
+
+      const seen = new Set<string>();
+      const results: TransactionResult[] = [];
+      const toInsert: Array<{ tx: TransactionInput; date: string; original: string | null; index: number }> = [];
+      for (const [i, p] of parsed.entries()) {
+        if (!p.ok) throw p.error;
+        const tx = p.tx;
+        const at = (field: string) => `transactions.${i}.${field}`;
+        if (seen.has(tx.transaction_id)) {
+          throw new TransactionImportError('duplicate_transaction_ids', `transaction_id '${tx.transaction_id}' appears more than once in this request.`, at('transaction_id'), echo(tx));
+        }
+        seen.add(tx.transaction_id);
+        if (tx.transaction_date > today) {
+          throw new TransactionImportError('date_in_future', `transaction_date ${tx.transaction_date} is in the future.`, at('transaction_date'), echo(tx));
+        }
+        if (existing.has(tx.transaction_id)) {
+          results.push({ status: 'TRANSACTION_ALREADY_EXISTS', transaction_data: echo(tx) });
+          continue;
+        }
+        let date = tx.transaction_date;
+        let original: string | null = null;
+        if (date < start) {
+          if (!opts.force_add_to_current_statement || start > today) {
+            throw new TransactionImportError(
+              'transaction_outside_open_statement_period',
+              start > today
+                ? `The account's open statement period starts ${start}, after today; no transaction can be added to it yet.`
+                : `transaction_date ${date} is not within the open statement period (${start} to ${today}).`,
+              at('transaction_date'),
+              echo(tx),
+            );
+          }
+          original = date;
+          date = start;
+        }
+        toInsert.push({ tx, date, original, index: i });
+        results.push({ status: 'TRANSACTION_ADDED_TO_ACCOUNT', transaction_data: echo(tx, date, original) });
+      }
+      await insertTransactions(trx, account.id, toInsert, opts.check_previously_added);
+      const moved = toInsert.filter((t) => t.original !== null);
+      if (moved.length > 0) {
+        await trx
+          .insertInto('account_notes')
+          .values({
+            account_id: account.id,
+            body: `Transactions moved into the current statement period (from ${start}) on import: ${moved.map((m) => `${m.tx.transaction_id} (originally ${m.original})`).join(', ')}.`,
+            created_at: deps.clock.now(),
+            is_pinned: true,
+            origin: 'TRANSACTIONS_MOVED',
+          })
+          .execute();
+      }
+      return results;
+    };
+    return executor ? write(executor) : deps.db.transaction().execute(write);
+  }
+
+  return { importTransactions };
+}
+
+export type TransactionService = ReturnType<typeof createTransactionService>;
+
+function parseOne(raw: unknown, i: number): Parsed {
+  const r = transactionSchema.safeParse(raw, { reportInput: true });
+  if (r.success) return { ok: true, tx: r.data };
+  const first = issuesToItems(r.error.issues)[0]!;
+  const attr = first.attr === null ? `transactions.${i}` : `transactions.${i}.${first.attr}`;
+  return { ok: false, error: new TransactionImportError(first.code, first.detail, attr, raw) };
+}
+
+/** The transaction as stored: the normalised input, with the date it was given on the account. */
+function echo(tx: TransactionInput, date?: string, original?: string | null): Record<string, unknown> {
+  const data: Record<string, unknown> = { ...tx };
+  if (date !== undefined && original) {
+    data.transaction_date = date;
+    data.original_transaction_date = original;
+    data.description = movedDescription(original);
+  }
+  return data;
+}
+
+async function insertTransactions(
+  trx: Executor,
+  accountId: string,
+  items: Array<{ tx: TransactionInput; date: string; original: string | null; index: number }>,
+  checkedPreviouslyAdded: boolean,
+): Promise<void> {
+  if (items.length === 0) return;
+  const inserted = await trx
+    .insertInto('account_transactions')
+    .values(
+      items.map(({ tx, date, original }) => ({
+        account_id: accountId,
+        transaction_id: tx.transaction_id,
+        type: tx.type,
+        reason: tx.reason ?? null,
+        amount: tx.amount,
+        transaction_date: date,
+        original_transaction_date: original,
+        description: original ? movedDescription(original) : null,
+        reference: tx.reference ?? null,
+        payment_type: tx.payment_type ?? null,
+        display_note: tx.display_note ?? null,
+        note: tx.note ?? null,
+        product_code: tx.product_code ?? null,
+      })),
+    )
+    // With check_previously_added=false no lookup was made: a repeat is caught here, never a second row.
+    .onConflict((oc) => oc.columns(['account_id', 'transaction_id']).doNothing())
+    .returning(['id', 'transaction_id'])
+    .execute();
+  if (inserted.length !== items.length) {
+    const got = new Set(inserted.map((r) => r.transaction_id));
+    const repeat = items.find((t) => !got.has(t.tx.transaction_id))!;
+    throw new TransactionImportError(
+      'duplicate_transaction_id',
+      checkedPreviouslyAdded
+        ? `transaction_id '${repeat.tx.transaction_id}' was added concurrently by another request.`
+        : `transaction_id '${repeat.tx.transaction_id}' was already added to this account.`,
+      `transactions.${repeat.index}.transaction_id`,
+      echo(repeat.tx),
+    );
+  }
+  const rowId = new Map(inserted.map((r) => [r.transaction_id, r.id]));
+  const lineItems = items.flatMap(({ tx }) =>
+    (tx.line_items ?? []).map((li, position) => ({
+      transaction_row_id: rowId.get(tx.transaction_id)!,
+      position,
+      rate_band: li.rate_band ?? null,
+      start_date: li.start_date,
+      end_date: li.end_date,
+      number_of_units: li.number_of_units,
+      net_amount: li.net_amount,
+      price_per_unit: li.price_per_unit ?? null,
+      units: li.units ?? null,
+    })),
+  );
+  if (lineItems.length > 0) await trx.insertInto('transaction_line_items').values(lineItems).execute();
+  const taxItems = items.flatMap(({ tx }) =>
+    (tx.tax_items ?? []).map((t, position) => ({
+      transaction_row_id: rowId.get(tx.transaction_id)!,
+      position,
+      amount: t.amount,
+      tax_type: t.tax_type,
+      value_taxed: t.value_taxed,
+      rate: t.rate,
+      unit_type: t.unit_type,
+    })),
+  );
+  if (taxItems.length > 0) await trx.insertInto('transaction_tax_items').values(taxItems).execute();
+}
