@@ -41,7 +41,8 @@ export function createNoteService(deps: NoteServiceDeps) {
     const req = parseOrThrow(notesRequestSchema, input, 'invalid_request', 'Invalid request.');
     const db = executor ?? deps.db;
     const supplier = await findImportedAccountSupplier(db, req.import_supplier, req.external_account_number);
-    const now = deps.clock.now();
+    // The default created_at is now, to the whole second: the interface's datetime form.
+    const now = new Date(Math.floor(deps.clock.now().getTime() / 1000) * 1000);
     const problems: ErrorItem[] = [];
     req.notes.forEach((note, i) => {
       // created_at defaults to now, so an unpin_at in the past is before the note's creation.
