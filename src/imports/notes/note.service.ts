@@ -3,11 +3,11 @@ import { formatInstant, type Clock } from '../../clock.js';
 import type { Database, Executor } from '../../db/database.js';
 import type { DocumentStore } from '../../documents/document-store.js';
 import { AppError, item, type ErrorItem } from '../../errors.js';
-import { findImportedAccountSupplier } from '../shared/account-lookup.js';
+import { supplierForChecks } from '../shared/account-lookup.js';
 import { checkDocument } from '../shared/documents.js';
 import { parseIsoDatetime } from '../shared/fields.js';
 import { lockImportedAccount } from '../shared/imported-account.js';
-import { parseOrThrow } from '../shared/validation.js';
+import { issuesToItems, sortByEntry } from '../shared/validation.js';
 import { notesRequestSchema, type NoteInput } from './note.schemas.js';
 
 export interface NoteResult {
@@ -38,25 +38,36 @@ export function createNoteService(deps: NoteServiceDeps) {
    * body (and the same created_at, when one is given); otherwise it is reported NOTE_ALREADY_EXISTS.
    */
   async function importNotes(input: unknown, executor?: Executor): Promise<NoteResult[]> {
-    const req = parseOrThrow(notesRequestSchema, input, 'invalid_request', 'Invalid request.');
     const db = executor ?? deps.db;
-    const supplier = await findImportedAccountSupplier(db, req.import_supplier, req.external_account_number);
+    // Field problems and storage problems are reported together: one item per problem.
+    const parsed = notesRequestSchema.safeParse(input, { reportInput: true });
+    const problems: ErrorItem[] = parsed.success ? [] : issuesToItems(parsed.error.issues);
+    const supplier = await supplierForChecks(db, input, problems.length > 0);
     // The default created_at is now, to the whole second: the interface's datetime form.
     const now = new Date(Math.floor(deps.clock.now().getTime() / 1000) * 1000);
-    const problems: ErrorItem[] = [];
-    req.notes.forEach((note, i) => {
+    const rawNotes = Array.isArray((input as { notes?: unknown } | null)?.notes) ? ((input as { notes: unknown[] }).notes) : [];
+    for (const [i, raw] of rawNotes.entries()) {
+      const note = raw as { created_at?: unknown; unpin_at?: unknown; document_paths?: unknown } | null;
+      const clean = (path: string) => !problems.some((p) => p.attr === path || p.attr?.startsWith(`${path}.`));
       // created_at defaults to now, so an unpin_at in the past is before the note's creation.
-      if (note.unpin_at !== undefined && note.created_at === undefined && parseIsoDatetime(note.unpin_at)! < now) {
-        problems.push(item('note_unpin_at_earlier_than_creation_date', 'unpin_at must not be earlier than created_at (now).', `notes.${i}.unpin_at`));
+      if (note && typeof note.unpin_at === 'string' && note.created_at === undefined && clean(`notes.${i}.unpin_at`)) {
+        const unpin = parseIsoDatetime(note.unpin_at);
+        if (unpin && unpin < now) {
+          problems.push(item('note_unpin_at_earlier_than_creation_date', 'unpin_at must not be earlier than created_at (now).', `notes.${i}.unpin_at`));
+        }
       }
-    });
-    for (const [i, note] of req.notes.entries()) {
-      for (const [j, d] of (note.document_paths ?? []).entries()) {
-        const problem = await checkDocument(deps.documents, supplier.documents_root, d.document_path, `notes.${i}.document_paths.${j}.document_path`);
+      if (!supplier || !note || !Array.isArray(note.document_paths)) continue;
+      for (const [j, d] of note.document_paths.entries()) {
+        const attr = `notes.${i}.document_paths.${j}.document_path`;
+        const path = (d as { document_path?: unknown } | null)?.document_path;
+        if (typeof path !== 'string' || !clean(attr)) continue;
+        const problem = await checkDocument(deps.documents, supplier.documents_root, path, attr);
         if (problem) problems.push(problem);
       }
     }
-    if (problems.length > 0) throw new AppError(400, 'invalid_request', 'Invalid request.', problems);
+    if (problems.length > 0 || !parsed.success) throw new AppError(400, 'invalid_request', 'Invalid request.', sortByEntry(problems, 'notes'));
+    const req = parsed.data;
+    if (!supplier) throw new AppError(500, 'internal_error', 'Account lookup failed.');
 
     const write = async (trx: Executor) => {
       const account = await lockImportedAccount(trx, req.import_supplier, req.external_account_number);
@@ -111,3 +122,4 @@ export function createNoteService(deps: NoteServiceDeps) {
 }
 
 export type NoteService = ReturnType<typeof createNoteService>;
+

@@ -1,5 +1,5 @@
 import type { Executor, ImportSupplier } from '../../db/database.js';
-import { notFound } from '../../errors.js';
+import { AppError, notFound } from '../../errors.js';
 import { assertMigrationOngoing } from '../suppliers/supplier.rules.js';
 
 /**
@@ -22,4 +22,24 @@ export async function findImportedAccountSupplier(db: Executor, supplierCode: st
   }
   assertMigrationOngoing(supplier);
   return supplier;
+}
+
+/**
+ * Like findImportedAccountSupplier, but for requests that also have field errors: when the pair
+ * has no account and the request is invalid anyway, the field errors (400) are the answer; the
+ * 404 comes only for an otherwise valid request.
+ */
+export async function supplierForChecks(
+  db: Executor,
+  input: unknown,
+  hasFieldErrors: boolean,
+): Promise<ImportSupplier | null> {
+  const pair = input as { import_supplier?: unknown; external_account_number?: unknown } | null;
+  if (typeof pair?.import_supplier !== 'string' || typeof pair.external_account_number !== 'string') return null;
+  try {
+    return await findImportedAccountSupplier(db, pair.import_supplier, pair.external_account_number);
+  } catch (err) {
+    if (hasFieldErrors && err instanceof AppError && err.status === 404) return null;
+    throw err;
+  }
 }

@@ -100,3 +100,10 @@ export function parseOrThrow<S extends z.ZodType>(schema: S, input: unknown, cod
   if (result.success) return result.data;
   throw new AppError(400, code, detail, issuesToItems(result.error.issues));
 }
+
+/** Orders problems by the index of the list entry they concern (`notes.3…` before `notes.10…`), stably. */
+export function sortByEntry(items: readonly ErrorItem[], list: string): ErrorItem[] {
+  const pattern = new RegExp(`^${list}\\.(\\d+)`);
+  const index = (attr: string | null) => Number(pattern.exec(attr ?? '')?.[1] ?? -1);
+  return [...items].sort((a, b) => index(a.attr) - index(b.attr));
+}

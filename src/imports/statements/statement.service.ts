@@ -3,10 +3,10 @@ import { utcDate, type Clock } from '../../clock.js';
 import type { Database, Executor } from '../../db/database.js';
 import type { DocumentStore } from '../../documents/document-store.js';
 import { AppError, item, type ErrorItem } from '../../errors.js';
-import { findImportedAccountSupplier } from '../shared/account-lookup.js';
+import { supplierForChecks } from '../shared/account-lookup.js';
 import { checkDocument } from '../shared/documents.js';
 import { lockImportedAccount } from '../shared/imported-account.js';
-import { parseOrThrow } from '../shared/validation.js';
+import { issuesToItems, sortByEntry } from '../shared/validation.js';
 import { makeStatementsRequestSchema, type StatementInput } from './statement.schemas.js';
 
 export type StatementStatus = 'STATEMENT_CREATED' | 'STATEMENT_ALREADY_EXISTS';
@@ -37,15 +37,21 @@ export function createStatementService(deps: StatementServiceDeps) {
    * skipped and reported STATEMENT_ALREADY_EXISTS; periods may not overlap; PDFs must be in storage.
    */
   async function importStatements(input: unknown, executor?: Executor): Promise<StatementsResult> {
-    const req = parseOrThrow(schema, input, 'invalid_request', 'Invalid request.');
     const db = executor ?? deps.db;
-    const supplier = await findImportedAccountSupplier(db, req.import_supplier, req.external_account_number);
-    const problems: ErrorItem[] = [];
-    for (const [i, s] of req.statements.entries()) {
-      if (s.statement_path === undefined) continue;
-      const problem = await checkDocument(deps.documents, supplier.documents_root, s.statement_path, `statements.${i}.statement_path`, { pdf: true });
+    // Field problems and storage problems are reported together: one item per problem.
+    const parsed = schema.safeParse(input, { reportInput: true });
+    const problems: ErrorItem[] = parsed.success ? [] : issuesToItems(parsed.error.issues);
+    const supplier = await supplierForChecks(db, input, problems.length > 0);
+    const rawStatements = Array.isArray((input as { statements?: unknown } | null)?.statements) ? (input as { statements: unknown[] }).statements : [];
+    for (const [i, raw] of rawStatements.entries()) {
+      const path = (raw as { statement_path?: unknown } | null)?.statement_path;
+      const attr = `statements.${i}.statement_path`;
+      if (!supplier || typeof path !== 'string' || problems.some((p) => p.attr === attr)) continue;
+      const problem = await checkDocument(deps.documents, supplier.documents_root, path, attr, { pdf: true });
       if (problem) problems.push(problem);
     }
+    if (!parsed.success) throw new AppError(400, 'invalid_request', 'Invalid request.', sortByEntry(problems, 'statements'));
+    const req = parsed.data;
 
     const write = async (trx: Executor): Promise<StatementsResult> => {
       const account = await lockImportedAccount(trx, req.import_supplier, req.external_account_number);
@@ -79,7 +85,7 @@ export function createStatementService(deps: StatementServiceDeps) {
         toInsert.push(s);
         out.push({ ...s, status: 'STATEMENT_CREATED' });
       }
-      if (problems.length > 0) throw new AppError(400, 'invalid_request', 'Invalid request.', sortByAttr(problems));
+      if (problems.length > 0) throw new AppError(400, 'invalid_request', 'Invalid request.', sortByEntry(problems, 'statements'));
       if (toInsert.length > 0) {
         await trx
           .insertInto('historical_statements')
@@ -107,8 +113,3 @@ export function createStatementService(deps: StatementServiceDeps) {
 
 export type StatementService = ReturnType<typeof createStatementService>;
 
-/** Problems in the order of the statements they concern. */
-function sortByAttr(items: ErrorItem[]): ErrorItem[] {
-  const index = (attr: string | null) => Number(/^statements\.(\d+)/.exec(attr ?? '')?.[1] ?? -1);
-  return [...items].sort((a, b) => index(a.attr) - index(b.attr));
-}

@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import { addDaysUtc, utcDate, type Clock } from '../../clock.js';
+import { chunkRows } from '../../db/chunked.js';
 import type { Database, Executor } from '../../db/database.js';
 import { AppError } from '../../errors.js';
 import { findImportedAccountSupplier } from '../shared/account-lookup.js';
@@ -78,9 +79,18 @@ export function createTransactionService(deps: TransactionServiceDeps) {
       const today = utcDate(deps.clock.now());
       const start = await openPeriodStart(trx, account);
       const ids = parsed.flatMap((p) => (p.ok ? [p.tx.transaction_id] : []));
-      const existing = opts.check_previously_added && ids.length > 0
-        ? new Set((await trx.selectFrom('account_transactions').select('transaction_id').where('account_id', '=', account.id).where('transaction_id', 'in', ids).execute()).map((r) => r.transaction_id))
-        : new Set<string>();
+      // Looked up in both modes: with check_previously_added=false a stored id is an error rather than
+      // skipped, and knowing it here lets the 400 name the first failing transaction in input order.
+      const existing = new Set<string>();
+      for (const chunk of chunkRows(ids.map((id) => ({ id })))) {
+        const found = await trx
+          .selectFrom('account_transactions')
+          .select('transaction_id')
+          .where('account_id', '=', account.id)
+          .where('transaction_id', 'in', chunk.map((c) => c.id))
+          .execute();
+        for (const r of found) existing.add(r.transaction_id);
+      }
 
       const seen = new Set<string>();
       const results: TransactionResult[] = [];
@@ -97,6 +107,9 @@ export function createTransactionService(deps: TransactionServiceDeps) {
           throw new TransactionImportError('date_in_future', `transaction_date ${tx.transaction_date} is in the future.`, at('transaction_date'), echo(tx));
         }
         if (existing.has(tx.transaction_id)) {
+          if (!opts.check_previously_added) {
+            throw new TransactionImportError('duplicate_transaction_id', `transaction_id '${tx.transaction_id}' was already added to this account.`, at('transaction_id'), echo(tx));
+          }
           results.push({ status: 'TRANSACTION_ALREADY_EXISTS', transaction_data: echo(tx) });
           continue;
         }
@@ -169,29 +182,33 @@ async function insertTransactions(
   checkedPreviouslyAdded: boolean,
 ): Promise<void> {
   if (items.length === 0) return;
-  const inserted = await trx
-    .insertInto('account_transactions')
-    .values(
-      items.map(({ tx, date, original }) => ({
-        account_id: accountId,
-        transaction_id: tx.transaction_id,
-        type: tx.type,
-        reason: tx.reason ?? null,
-        amount: tx.amount,
-        transaction_date: date,
-        original_transaction_date: original,
-        description: original ? movedDescription(original) : null,
-        reference: tx.reference ?? null,
-        payment_type: tx.payment_type ?? null,
-        display_note: tx.display_note ?? null,
-        note: tx.note ?? null,
-        product_code: tx.product_code ?? null,
-      })),
-    )
-    // With check_previously_added=false no lookup was made: a repeat is caught here, never a second row.
-    .onConflict((oc) => oc.columns(['account_id', 'transaction_id']).doNothing())
-    .returning(['id', 'transaction_id'])
-    .execute();
+  const rows = items.map(({ tx, date, original }) => ({
+    account_id: accountId,
+    transaction_id: tx.transaction_id,
+    type: tx.type,
+    reason: tx.reason ?? null,
+    amount: tx.amount,
+    transaction_date: date,
+    original_transaction_date: original,
+    description: original ? movedDescription(original) : null,
+    reference: tx.reference ?? null,
+    payment_type: tx.payment_type ?? null,
+    display_note: tx.display_note ?? null,
+    note: tx.note ?? null,
+    product_code: tx.product_code ?? null,
+  }));
+  const inserted: Array<{ id: string; transaction_id: string }> = [];
+  for (const chunk of chunkRows(rows)) {
+    inserted.push(
+      ...(await trx
+        .insertInto('account_transactions')
+        .values(chunk)
+        // The unique key is the last line against a second row (a concurrent request racing this one).
+        .onConflict((oc) => oc.columns(['account_id', 'transaction_id']).doNothing())
+        .returning(['id', 'transaction_id'])
+        .execute()),
+    );
+  }
   if (inserted.length !== items.length) {
     const got = new Set(inserted.map((r) => r.transaction_id));
     const repeat = items.find((t) => !got.has(t.tx.transaction_id))!;
@@ -218,7 +235,7 @@ async function insertTransactions(
       units: li.units ?? null,
     })),
   );
-  if (lineItems.length > 0) await trx.insertInto('transaction_line_items').values(lineItems).execute();
+  for (const chunk of chunkRows(lineItems)) await trx.insertInto('transaction_line_items').values(chunk).execute();
   const taxItems = items.flatMap(({ tx }) =>
     (tx.tax_items ?? []).map((t, position) => ({
       transaction_row_id: rowId.get(tx.transaction_id)!,
@@ -230,5 +247,5 @@ async function insertTransactions(
       unit_type: t.unit_type,
     })),
   );
-  if (taxItems.length > 0) await trx.insertInto('transaction_tax_items').values(taxItems).execute();
+  for (const chunk of chunkRows(taxItems)) await trx.insertInto('transaction_tax_items').values(chunk).execute();
 }
