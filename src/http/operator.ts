@@ -1,0 +1,149 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { createBullBoard } from '@bull-board/api';
+import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
+import { FastifyAdapter } from '@bull-board/fastify';
+import fastifyBasicAuth from '@fastify/basic-auth';
+import fastifyHelmet from '@fastify/helmet';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Queue } from 'bullmq';
+import type { Deps } from '../deps.js';
+import type { ErrorEnvelope } from '../errors.js';
+import type { Metrics } from '../metrics.js';
+
+export const DASHBOARD_BASE_PATH = '/admin/queues';
+export const METRICS_PATH = '/metrics';
+export const OPERATOR_REALM = 'operators';
+
+export interface OperatorCredentials {
+  readonly user: string;
+  readonly password: string;
+}
+
+const sha256 = (s: string): Buffer => createHash('sha256').update(s, 'utf8').digest();
+
+/**
+ * Digests have a fixed length, so timingSafeEqual never throws and the time taken reveals neither
+ * the length nor the common prefix of the expected value.
+ */
+const sameSecret = (given: string, expected: Buffer): boolean => timingSafeEqual(sha256(given), expected);
+
+/** Thrown by validate: distinguishes "wrong credentials" from the plugin's "no or malformed header". */
+class WrongCredentials extends Error {
+  override readonly name = 'WrongCredentials';
+}
+
+/**
+ * The operator surface: the bull-board dashboard under /admin/queues and Prometheus /metrics, both behind
+ * HTTP Basic. Everything lives in one encapsulated plugin so the auth, helmet and cache hooks touch
+ * nothing else. Without credentials every request is refused and the dashboard is not even mounted.
+ */
+export async function registerOperatorRoutes(
+  app: FastifyInstance,
+  deps: Pick<Deps, 'queues' | 'log'>,
+  metrics: Metrics,
+  credentials?: OperatorCredentials,
+): Promise<void> {
+  if (credentials === undefined) {
+    deps.log.warn('OPERATOR_USER/OPERATOR_PASSWORD not set: the queue dashboard is not mounted and /metrics refuses every request');
+  }
+  const expected = credentials && { user: sha256(credentials.user), password: sha256(credentials.password) };
+
+  await app.register(async (scope) => {
+    // Before the guard, so refusals carry the security headers too.
+    await scope.register(fastifyHelmet, {
+      contentSecurityPolicy: { useDefaults: false, directives: DASHBOARD_CSP },
+      frameguard: { action: 'deny' },
+      referrerPolicy: { policy: 'no-referrer' },
+    });
+
+    await scope.register(fastifyBasicAuth, {
+      // The guard below sets the challenge itself, with the envelope, on every refusal.
+      authenticate: false,
+      async validate(user, password) {
+        if (expected === undefined) throw new WrongCredentials();
+        // Both compared every time (no short-circuit), so timing does not tell which one was wrong.
+        const userOk = sameSecret(user, expected.user);
+        const passwordOk = sameSecret(password, expected.password);
+        if (!(userOk && passwordOk)) throw new WrongCredentials();
+      },
+    });
+
+    // onRequest: refused before any body is read or any handler (or static file lookup) runs.
+    scope.addHook('onRequest', (request, reply, done) => {
+      scope.basicAuth(request, reply, (err?: Error) => {
+        if (err === undefined) return done();
+        // Reply here instead of passing the error on: bull-board installs its own error handler,
+        // which would otherwise answer its format (and a 500) instead of the interface's envelope.
+        refuse(request, reply, err);
+      });
+    });
+
+    scope.addHook('onSend', async (_request, reply, payload) => {
+      // Job data and metrics are operational data: keep them out of shared caches. Static assets set their own.
+      if (!reply.hasHeader('cache-control')) reply.header('cache-control', 'no-store');
+      return payload;
+    });
+
+    scope.get(METRICS_PATH, async (_request, reply) => {
+      const body = await metrics.registry.metrics();
+      return reply.type(metrics.registry.contentType).send(body);
+    });
+
+    await scope.register(
+      async (dashboard) => {
+        // Unknown dashboard paths go through the guard as well, so probing them without credentials learns nothing.
+        dashboard.setNotFoundHandler((request, reply) =>
+          reply.code(404).send({ detail: `No endpoint ${request.method} ${request.url.split('?')[0]}.`, code: 'not_found', errors: [] } satisfies ErrorEnvelope),
+        );
+        if (credentials === undefined) return;
+        const serverAdapter = new FastifyAdapter();
+        serverAdapter.setBasePath(DASHBOARD_BASE_PATH);
+        createBullBoard({
+          queues: Object.values(deps.queues).map((q: Queue) => new BullMQAdapter(q)),
+          serverAdapter,
+          options: { uiConfig: { boardTitle: 'Data import queues' } },
+        });
+        await dashboard.register(serverAdapter.registerPlugin());
+      },
+      { prefix: DASHBOARD_BASE_PATH },
+    );
+  });
+}
+
+function refuse(request: FastifyRequest, reply: FastifyReply, err: Error): void {
+  const failed = err instanceof WrongCredentials;
+  if (!failed && (err as { code?: string }).code !== 'FST_BASIC_AUTH_MISSING_OR_BAD_AUTHORIZATION_HEADER') {
+    request.log.error({ err }, 'operator authentication failed unexpectedly');
+  }
+  const body: ErrorEnvelope = failed
+    ? { detail: 'The operator credentials are not valid.', code: 'authentication_failed', errors: [] }
+    : { detail: 'Operator credentials are required (HTTP Basic).', code: 'not_authenticated', errors: [] };
+  void reply
+    .code(401)
+    // charset: the plugin decodes credentials as UTF-8, and RFC 7617 says to tell clients so.
+    .header('www-authenticate', `Basic realm="${OPERATOR_REALM}", charset="UTF-8"`)
+    .send(body);
+}
+
+/**
+ * What the bull-board UI needs, checked against @bull-board/ui 9.10 (index.ejs and its bundles):
+ * - scripts: only same-origin files; the inline `__UI_CONFIG__` block is type application/json, which CSP does not run;
+ * - styles: inline `style` attributes and a `<style>` block in index.ejs, `<style>` elements created at run time
+ *   (theme overrides, the code editor), and the Google Fonts stylesheet;
+ * - fonts from fonts.gstatic.com; data: images; a same-origin web worker (syntax highlighting); XHR to its own API.
+ * No upgrade-insecure-requests: operators reaching the service over plain HTTP (port-forward) would get a blank page.
+ */
+const DASHBOARD_CSP = {
+  defaultSrc: ["'self'"],
+  baseUri: ["'self'"],
+  scriptSrc: ["'self'"],
+  scriptSrcAttr: ["'none'"],
+  styleSrc: ["'self'", "'unsafe-inline'", 'https://fonts.googleapis.com'],
+  fontSrc: ["'self'", 'https://fonts.gstatic.com', 'data:'],
+  imgSrc: ["'self'", 'data:'],
+  connectSrc: ["'self'"],
+  workerSrc: ["'self'"],
+  objectSrc: ["'none'"],
+  formAction: ["'self'"],
+  frameAncestors: ["'none'"],
+};
