@@ -46,6 +46,26 @@ const envSchema = z
     PAYMENT_VENDORS: z.string().optional(),
     PAYMENT_VENDOR_TIMEOUT_MS: optionalInt(5_000).pipe(z.number().int().min(1)),
     PAYMENT_VENDOR_RETRIES: optionalInt(3).pipe(z.number().int().min(0).max(10)),
+    /** Cohort uploads: the longest line and the most lines one upload may have. */
+    BATCH_MAX_LINE_BYTES: optionalInt(1024 * 1024).pipe(z.number().int().min(1024)),
+    BATCH_MAX_LINES: optionalInt(1_000_000).pipe(z.number().int().min(1)),
+    /** Jobs each worker process runs at once, per stage. */
+    WORKER_CONCURRENCY_VALIDATE: optionalInt(20).pipe(z.number().int().min(1)),
+    WORKER_CONCURRENCY_STAGE: optionalInt(10).pipe(z.number().int().min(1)),
+    WORKER_CONCURRENCY_PROCESS: optionalInt(10).pipe(z.number().int().min(1)),
+    WORKER_CONCURRENCY_EXTRAS: optionalInt(10).pipe(z.number().int().min(1)),
+    WORKER_CONCURRENCY_EMAILS: optionalInt(5).pipe(z.number().int().min(1)),
+    /** How long a job's lock lives: a killed worker's jobs run again (stalled) after about this long. */
+    WORKER_LOCK_MS: optionalInt(30_000).pipe(z.number().int().min(1000)),
+    /** Grace period for active jobs on SIGTERM before the process exits anyway. */
+    WORKER_SHUTDOWN_GRACE_MS: optionalInt(30_000).pipe(z.number().int().min(0)),
+    /** Whether `npm start` also runs the queue workers in the web process. */
+    RUN_WORKERS: z.enum(['true', 'false']).default('true'),
+    /** Where welcome e-mails are sent (smtp://user:pass@host:port); unset: e-mails wait unsent. */
+    SMTP_URL: z.string().url().optional(),
+    EMAIL_FROM: z.string().min(3).default('Accounts <accounts@example.com>'),
+    OPERATOR_USER: z.string().regex(/^[^:]+$/, 'must not be empty nor contain ":" (HTTP Basic cannot carry it)').optional(),
+    OPERATOR_PASSWORD: z.string().min(12, 'must be at least 12 characters').optional(),
   })
   .superRefine((env, ctx) => {
     if (env.TOKEN_SECRET !== undefined && Buffer.byteLength(env.TOKEN_SECRET) < 32) {
@@ -66,6 +86,9 @@ const envSchema = z
       for (const issue of vendors.error?.issues ?? []) {
         ctx.addIssue({ code: 'custom', path: ['PAYMENT_VENDORS', ...issue.path.map(String)], message: issue.message });
       }
+    }
+    if ((env.OPERATOR_USER === undefined) !== (env.OPERATOR_PASSWORD === undefined)) {
+      ctx.addIssue({ code: 'custom', path: ['OPERATOR_USER'], message: 'and OPERATOR_PASSWORD must be set together' });
     }
     if (env.NODE_ENV === 'production' && env.TOKEN_SECRET === undefined) {
       ctx.addIssue({ code: 'custom', path: ['TOKEN_SECRET'], message: 'is required when NODE_ENV=production' });
@@ -110,6 +133,16 @@ export interface Config {
   readonly paymentVendors: Readonly<Record<string, PaymentVendorConfig>>;
   readonly paymentVendorTimeoutMs: number;
   readonly paymentVendorRetries: number;
+  readonly batchMaxLineBytes: number;
+  readonly batchMaxLines: number;
+  readonly workerConcurrency: Readonly<Record<'validate' | 'stage' | 'process' | 'extras' | 'emails', number>>;
+  readonly workerLockMs: number;
+  readonly workerShutdownGraceMs: number;
+  readonly runWorkers: boolean;
+  readonly smtpUrl: string | undefined;
+  readonly emailFrom: string;
+  /** Operator credentials for the dashboard and /metrics; unset: those routes refuse everyone. */
+  readonly operator: { readonly user: string; readonly password: string } | undefined;
 }
 
 export class ConfigError extends Error {
@@ -160,5 +193,23 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     ),
     paymentVendorTimeoutMs: e.PAYMENT_VENDOR_TIMEOUT_MS,
     paymentVendorRetries: e.PAYMENT_VENDOR_RETRIES,
+    batchMaxLineBytes: e.BATCH_MAX_LINE_BYTES,
+    batchMaxLines: e.BATCH_MAX_LINES,
+    workerConcurrency: Object.freeze({
+      validate: e.WORKER_CONCURRENCY_VALIDATE,
+      stage: e.WORKER_CONCURRENCY_STAGE,
+      process: e.WORKER_CONCURRENCY_PROCESS,
+      extras: e.WORKER_CONCURRENCY_EXTRAS,
+      emails: e.WORKER_CONCURRENCY_EMAILS,
+    }),
+    workerLockMs: e.WORKER_LOCK_MS,
+    workerShutdownGraceMs: e.WORKER_SHUTDOWN_GRACE_MS,
+    runWorkers: e.RUN_WORKERS === 'true',
+    smtpUrl: e.SMTP_URL,
+    emailFrom: e.EMAIL_FROM,
+    operator:
+      e.OPERATOR_USER !== undefined && e.OPERATOR_PASSWORD !== undefined
+        ? Object.freeze({ user: e.OPERATOR_USER, password: e.OPERATOR_PASSWORD })
+        : undefined,
   });
 }

@@ -7,6 +7,7 @@ import { createDb } from './db/create-db.js';
 import type { Database } from './db/database.js';
 import { createDocumentStore, type DocumentStore } from './documents/document-store.js';
 import { createLogger, type Logger } from './log.js';
+import { closeQueues, createQueues, type Queues } from './queue/queues.js';
 import { createPaymentVendorClient, type PaymentVendorClient } from './vendors/payment-vendor.js';
 import {
   createInProgressMarkers,
@@ -27,6 +28,8 @@ export interface Deps {
   readonly inProgress: InProgressMarkers;
   readonly documents: DocumentStore;
   readonly vendors: PaymentVendorClient;
+  /** The BullMQ queues (producers only; workers are created by the worker entry points). */
+  readonly queues: Queues;
   /** Closes every connection; each step runs even when another fails. Idempotent. */
   close(): Promise<void>;
 }
@@ -66,14 +69,17 @@ export function createDeps(config: Config, overrides: DepsOverrides = {}): Deps 
     ...(overrides.vendorBackoffMs ? { minBackoffMs: overrides.vendorBackoffMs.min, maxBackoffMs: overrides.vendorBackoffMs.max } : {}),
   });
 
+  const queues = createQueues(redis, config.redisPrefix);
+
   let closing: Promise<void> | undefined;
   const close = () => {
     closing ??= (async () => {
       documents.close();
+      await closeQueues(queues);
       const results = await Promise.allSettled([db.destroy(), redis.quit()]);
       for (const r of results) if (r.status === 'rejected') log.warn({ err: r.reason }, 'error while closing');
     })();
     return closing;
   };
-  return { config, db, pool, redis, log, clock: overrides.clock ?? systemClock, permits, inProgress, documents, vendors, close };
+  return { config, db, pool, redis, log, clock: overrides.clock ?? systemClock, permits, inProgress, documents, vendors, queues, close };
 }

@@ -3,9 +3,14 @@ import { ConfigError, loadConfig } from './config.js';
 import { ensureDatabase, migrate } from './db/migrator.js';
 import { createDeps } from './deps.js';
 import { buildApp } from './http/app.js';
+import { QUEUE_NAMES } from './queue/contract.js';
+import { startWorkers, type WorkerSet } from './queue/workers.js';
 import { createLogger } from './log.js';
 
-/** Web entry: migrate, then serve the API until SIGTERM/SIGINT, then close gracefully. */
+/**
+ * Web entry: migrate, then serve the API (and, unless RUN_WORKERS=false, the queue workers in the
+ * same process) until SIGTERM/SIGINT, then close gracefully.
+ */
 async function main(): Promise<void> {
   const config = loadConfig();
   const log = createLogger(config.logLevel);
@@ -17,12 +22,18 @@ async function main(): Promise<void> {
     const { applied } = await migrate(config.databaseUrl);
     log.info({ created, applied }, 'database ready');
   }
-  const deps = createDeps(config, { log });
-  const { app } = await buildApp(deps);
-  closeWithGrace({ delay: 10_000 }, async ({ err, signal }) => {
+  const deps = createDeps(config, { log, ...(config.runWorkers ? { dbPoolSize: 40 } : {}) });
+  const { app, services, metrics } = await buildApp(deps);
+  let workers: WorkerSet | undefined;
+  if (config.runWorkers) {
+    workers = startWorkers(deps, services, { queues: QUEUE_NAMES, observe: (stage, outcome, s) => metrics.observeJob(stage, outcome, s) });
+    await services.batches.reconcile();
+  }
+  closeWithGrace({ delay: config.workerShutdownGraceMs + 5_000 }, async ({ err, signal }) => {
     if (err) log.error({ err }, 'shutting down after an error');
     else log.info({ signal }, 'shutting down');
     await app.close();
+    await workers?.close();
     await deps.close();
   });
   await app.listen({ port: config.port, host: config.host });

@@ -211,6 +211,46 @@ export interface PaymentInstructionsTable {
   inserted_at: CreatedAt;
 }
 
+export type BatchState = 'UPLOADING' | 'RUNNING' | 'COMPLETED' | 'COMPLETED_WITH_ERRORS' | 'CANCELLED';
+export type ItemStage = 'parse' | 'validate' | 'stage' | 'process' | 'extras';
+export type ItemState = 'waiting' | 'active' | 'delayed' | 'succeeded' | 'failed' | 'cancelled';
+
+export interface BatchesTable {
+  id: string;
+  import_supplier_id: string;
+  operations_team_id: string;
+  dry_run: boolean;
+  state: ColumnType<BatchState, BatchState | undefined, BatchState>;
+  total_items: ColumnType<number, number | undefined, number>;
+  idempotency_key: string | null;
+  cancel_requested_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+  created_at: CreatedAt;
+  finished_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+}
+
+export interface BatchItemsTable {
+  batch_id: string;
+  line: number;
+  external_account_number: string | null;
+  bundle: ColumnType<unknown, string | null, string | null>;
+  stage: ItemStage;
+  state: ItemState;
+  round: ColumnType<number, number | undefined, number>;
+  attempts: ColumnType<number, number | undefined, number>;
+  service_account_number: string | null;
+  error: ColumnType<unknown, string | null | undefined, string | null>;
+  updated_at: CreatedAt;
+}
+
+export interface CustomerEmailsTable {
+  account_id: string;
+  kind: ColumnType<string, string | undefined, string>;
+  recipient: string;
+  created_at: CreatedAt;
+  claimed_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+  sent_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+}
+
 export interface Database {
   import_suppliers: ImportSuppliersTable;
   operations_teams: OperationsTeamsTable;
@@ -230,6 +270,9 @@ export interface Database {
   transaction_tax_items: TransactionTaxItemsTable;
   historical_statements: HistoricalStatementsTable;
   payment_instructions: PaymentInstructionsTable;
+  batches: BatchesTable;
+  batch_items: BatchItemsTable;
+  customer_emails: CustomerEmailsTable;
 }
 
 export type Db = Kysely<Database>;

@@ -1,5 +1,6 @@
 import type { Deps } from '../deps.js';
 import { createAccountService } from './accounts/account.service.js';
+import { createBatchService } from './batches/batch.service.js';
 import { createNoteService } from './notes/note.service.js';
 import { createPaymentInstructionService } from './payment-instructions/payment-instruction.service.js';
 import { createStatementService } from './statements/statement.service.js';
@@ -13,6 +14,7 @@ export function createServices(deps: Deps) {
     transactions: createTransactionService(deps),
     statements: createStatementService(deps),
     paymentInstructions: createPaymentInstructionService(deps),
+    batches: createBatchService(deps),
   };
 }
 

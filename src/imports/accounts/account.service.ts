@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { utcDate, type Clock } from '../../clock.js';
 import type { Database, Executor, ImportSupplier } from '../../db/database.js';
 import { AppError, badRequest, item, notFound, type ErrorItem } from '../../errors.js';
+import { enqueueWelcomeEmail, type Queues } from '../../queue/queues.js';
 import type { InProgressMarkers, ProcessPermits } from '../../queue/semaphore.js';
 import { issuesToItems, parseOrThrow } from '../shared/validation.js';
 import { findSupplierByCode } from '../suppliers/supplier.repository.js';
@@ -43,6 +44,9 @@ export interface StageResult {
 export interface ProcessOutcome {
   service_account_number: string;
   account_created_at: Date;
+  accountId: string;
+  /** A welcome e-mail row was written with the account: enqueue it once the transaction commits. */
+  welcomeEmail: boolean;
 }
 
 export interface AccountServiceDeps {
@@ -50,6 +54,7 @@ export interface AccountServiceDeps {
   clock: Clock;
   permits: ProcessPermits;
   inProgress: InProgressMarkers;
+  queues: Queues;
 }
 
 const FAILED_VALIDATION = 'Account data failed validation.';
@@ -123,8 +128,12 @@ export function createAccountService(deps: AccountServiceDeps) {
     return meterPointErrors(data, claimed);
   }
 
-  async function stage(input: unknown): Promise<StageResult> {
-    return deps.db.transaction().execute(async (trx) => {
+  async function stage(input: unknown, executor?: Executor): Promise<StageResult> {
+    return executor ? stageIn(executor, input) : deps.db.transaction().execute((trx) => stageIn(trx, input));
+  }
+
+  async function stageIn(trx: Executor, input: unknown): Promise<StageResult> {
+    {
       const { data, supplier } = await validate(trx, input);
       const existing = await findProcess(trx, supplier.id, data.external_account_number);
       if (existing?.account_id) throw alreadyImported(supplier.code, existing);
@@ -142,7 +151,7 @@ export function createAccountService(deps: AccountServiceDeps) {
         throw new AppError(400, 'account_failed_validation', FAILED_VALIDATION, meterPointErrors(data, new Set(lost)));
       }
       return { first: row.first, import_supplier: supplier.code, external_account_number: data.external_account_number };
-    });
+    }
   }
 
   /**
@@ -153,11 +162,13 @@ export function createAccountService(deps: AccountServiceDeps) {
   async function processStaged(req: ProcessRequest): Promise<ProcessOutcome> {
     const end = await deps.inProgress.begin(req.import_supplier_code, req.external_account_number);
     try {
-      return await deps.db.transaction().execute(async (trx) => {
-        const outcome = await createInTransaction(trx, req);
-        if (req.dry_run) throw new DryRunRollback(outcome);
-        return outcome;
+      const outcome = await deps.db.transaction().execute(async (trx) => {
+        const created = await createInTransaction(trx, req);
+        if (req.dry_run) throw new DryRunRollback(created);
+        return created;
       });
+      if (outcome.welcomeEmail) await enqueueWelcomeEmail(deps.queues, { accountId: outcome.accountId });
+      return outcome;
     } catch (err) {
       if (err instanceof DryRunRollback) throw dryRunRolledBack();
       throw mapUniqueViolation(err);
@@ -185,7 +196,11 @@ export function createAccountService(deps: AccountServiceDeps) {
     const number = await nextAccountNumber(trx);
     const account = await insertAccount(trx, { number, supplierId: supplier.id, teamId: team.id, data, now: deps.clock.now() });
     await linkAccount(trx, process.id, account.id);
-    return { service_account_number: number, account_created_at: account.created_at };
+    // The e-mail row commits (or rolls back, as in a dry run) with the account: never one without the other.
+    const recipient = data.billing_email ?? data.customers.find((c) => c.email)?.email;
+    const welcomeEmail = supplier.send_customer_emails && recipient !== undefined;
+    if (welcomeEmail) await trx.insertInto('customer_emails').values({ account_id: account.id, recipient }).execute();
+    return { service_account_number: number, account_created_at: account.created_at, accountId: account.id, welcomeEmail };
   }
 
   /** The REST door: takes a permit first when the concurrency limit is on (429 when none is free). */
@@ -228,6 +243,8 @@ export function createAccountService(deps: AccountServiceDeps) {
   return {
     validate: async (input: unknown) => (await validate(deps.db, input)).data,
     stage,
+    /** Creates the account inside the caller's transaction (dry-run batches roll it back with their extras). */
+    createIn: (trx: Executor, req: ProcessRequest) => createInTransaction(trx, req).catch((err: unknown) => Promise.reject(mapUniqueViolation(err))),
     processStaged,
     processWithPermit,
     status,

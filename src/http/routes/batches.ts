@@ -1,0 +1,217 @@
+import type { Readable } from 'node:stream';
+import { stringify } from 'csv-stringify';
+import type { FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import { AppError, badRequest } from '../../errors.js';
+import { itemsQuerySchema, retryBodySchema, uploadQuerySchema } from '../../imports/batches/batch.schemas.js';
+import type { BatchService, ItemView } from '../../imports/batches/batch.service.js';
+import { parseOrThrow } from '../../imports/shared/validation.js';
+import type { RouteDef } from '../route.js';
+
+const MAX_PAGE_SIZE = 1000;
+const idParams = z.object({ batch_id: z.string().uuid() });
+const stageCounts = z.object({ waiting: z.number(), active: z.number(), delayed: z.number(), completed: z.number(), failed: z.number() });
+const summarySchema = z
+  .object({
+    batch_id: z.string(),
+    import_supplier: z.string(),
+    operations_team_name: z.string(),
+    dry_run: z.boolean(),
+    state: z.enum(['UPLOADING', 'RUNNING', 'COMPLETED', 'COMPLETED_WITH_ERRORS', 'CANCELLED']),
+    total_items: z.number(),
+    succeeded: z.number(),
+    failed: z.number(),
+    cancelled: z.number(),
+    created_at: z.string(),
+    finished_at: z.string().nullable(),
+  })
+  .meta({ id: 'BatchSummary' });
+const statusSchema = summarySchema.extend({ stages: z.object({ validate: stageCounts, stage: stageCounts, process: stageCounts, extras: stageCounts }) }).meta({ id: 'BatchStatus' });
+const itemSchema = z
+  .object({
+    line: z.number(),
+    external_account_number: z.string().nullable(),
+    stage: z.enum(['parse', 'validate', 'stage', 'process', 'extras']),
+    state: z.enum(['waiting', 'active', 'delayed', 'succeeded', 'failed', 'cancelled']),
+    attempts: z.number(),
+    service_account_number: z.string().nullable(),
+    error: z.unknown().describe('The envelope the REST endpoint for that stage would have answered, or null.'),
+  })
+  .meta({ id: 'BatchItem' });
+
+const pageSizeOf = (raw: string | undefined, fallback: number): number => {
+  const n = raw === undefined ? fallback : Number(raw);
+  if (!Number.isInteger(n) || n < 1 || n > MAX_PAGE_SIZE) throw badRequest('invalid_request', `page_size must be between 1 and ${MAX_PAGE_SIZE}.`, 'page_size');
+  return n;
+};
+const pathOf = (req: FastifyRequest) => req.url.split('?')[0]!;
+
+/** The batch door: cohort uploads and what operators need to watch and fix them. */
+export function batchRoutes(batches: BatchService): RouteDef[] {
+  return [
+    {
+      method: 'POST',
+      url: '/v1/data-import/batches/',
+      operationId: 'upload_batch',
+      summary: 'Upload a cohort (NDJSON, one account bundle per line); the pipeline runs it.',
+      tags: ['batches'],
+      auth: 'token',
+      query: uploadQuerySchema,
+      responses: {
+        202: { description: 'Accepted: every line is an item; lines that are not bundles are failed items (stage parse).', schema: z.object({ batch_id: z.string(), total_items: z.number() }) },
+        400: { description: 'import_supplier_not_found, operations_team_not_found, invalid_request (query).' },
+        401: { description: 'Not authenticated.' },
+        413: { description: 'More lines than BATCH_MAX_LINES.' },
+        415: { description: 'Not application/x-ndjson.' },
+      },
+      handler: async (req, reply) => {
+        const q = parseOrThrow(uploadQuerySchema, req.query ?? {}, 'invalid_request', 'Invalid query parameters.');
+        const key = req.headers['idempotency-key'];
+        if (key !== undefined && (typeof key !== 'string' || key.length === 0 || key.length > 255)) {
+          throw badRequest('invalid_request', 'Idempotency-Key must be 1 to 255 characters.', 'Idempotency-Key');
+        }
+        const result = await batches.upload(req.body as Readable, { ...q, idempotencyKey: key });
+        reply.code(202);
+        return { batch_id: result.batch_id, total_items: result.total_items };
+      },
+    },
+    {
+      method: 'GET',
+      url: '/v1/data-import/batches/',
+      operationId: 'list_batches',
+      summary: 'A supplier’s batches, newest first.',
+      tags: ['batches'],
+      auth: 'token',
+      query: z.strictObject({ import_supplier: z.string().min(1), page_size: z.string().optional(), cursor: z.string().optional() }),
+      responses: { 200: { description: 'One page; Link rel="next" when more follow.', schema: z.array(summarySchema) }, 401: { description: 'Not authenticated.' }, 404: { description: 'import_supplier_not_found' } },
+      handler: async (req, reply) => {
+        const q = parseOrThrow(z.strictObject({ import_supplier: z.string().min(1), page_size: z.string().optional(), cursor: z.string().optional() }), req.query ?? {}, 'invalid_request', 'Invalid query parameters.');
+        const pageSize = pageSizeOf(q.page_size, 100);
+        let before: { created_at: Date; id: string } | null = null;
+        if (q.cursor !== undefined) {
+          const [at, id] = Buffer.from(q.cursor, 'base64url').toString('utf8').split('|');
+          const date = new Date(at ?? '');
+          if (!id || Number.isNaN(date.getTime())) throw badRequest('invalid_request', 'The cursor is not one this service issued.', 'cursor');
+          before = { created_at: date, id };
+        }
+        const { batches: page, more } = await batches.list(q.import_supplier, before, pageSize);
+        const last = page.at(-1);
+        if (more && last) {
+          const rows = await batches.mustFind(last.batch_id);
+          const cursor = Buffer.from(`${rows.created_at.toISOString()}|${last.batch_id}`).toString('base64url');
+          reply.header('Link', `<${pathOf(req)}?import_supplier=${encodeURIComponent(q.import_supplier)}&page_size=${pageSize}&cursor=${cursor}>; rel="next"`);
+        }
+        return page;
+      },
+    },
+    {
+      method: 'GET',
+      url: '/v1/data-import/batches/:batch_id/',
+      operationId: 'batch_status',
+      summary: 'Where a batch stands, per stage (durable in PostgreSQL).',
+      tags: ['batches'],
+      auth: 'token',
+      params: idParams,
+      responses: { 200: { description: 'The batch.', schema: statusSchema }, 401: { description: 'Not authenticated.' }, 404: { description: 'batch_not_found' } },
+      handler: async (req) => batches.status((req.params as { batch_id: string }).batch_id),
+    },
+    {
+      method: 'GET',
+      url: '/v1/data-import/batches/:batch_id/items/',
+      operationId: 'batch_items',
+      summary: 'A batch’s items (JSON pages, or every matching item as CSV with Accept: text/csv).',
+      tags: ['batches'],
+      auth: 'token',
+      params: idParams,
+      query: itemsQuerySchema,
+      responses: {
+        200: { description: 'Items ordered by line; Link rel="next" when more follow. text/csv: line, external_account_number, stage, state, code, attr, detail.', schema: z.array(itemSchema) },
+        401: { description: 'Not authenticated.' },
+        404: { description: 'batch_not_found' },
+      },
+      handler: async (req, reply) => {
+        const id = (req.params as { batch_id: string }).batch_id;
+        const q = parseOrThrow(itemsQuerySchema, req.query ?? {}, 'invalid_request', 'Invalid query parameters.');
+        if ((req.headers.accept ?? '').includes('text/csv')) {
+          await batches.mustFind(id);
+          reply.header('content-type', 'text/csv; charset=utf-8');
+          reply.header('content-disposition', `attachment; filename="batch-${id}-${q.state ?? 'all'}.csv"`);
+          return csvOf(batches, id, q.state);
+        }
+        const pageSize = pageSizeOf(q.page_size, MAX_PAGE_SIZE);
+        const { items, more } = await batches.items(id, q.state, q.cursor === undefined ? 0 : Number(q.cursor), pageSize);
+        const last = items.at(-1);
+        if (more && last) {
+          reply.header('Link', `<${pathOf(req)}?${q.state ? `state=${q.state}&` : ''}page_size=${pageSize}&cursor=${last.line}>; rel="next"`);
+        }
+        return items;
+      },
+    },
+    {
+      method: 'POST',
+      url: '/v1/data-import/batches/:batch_id/retry/',
+      operationId: 'retry_batch',
+      summary: 'Re-enqueue failed items from the stage where they failed (optionally only some accounts).',
+      tags: ['batches'],
+      auth: 'token',
+      params: idParams,
+      body: retryBodySchema,
+      responses: { 200: { description: 'How many items were re-enqueued.', schema: z.object({ requeued: z.number() }) }, 400: { description: 'invalid_request' }, 401: { description: 'Not authenticated.' }, 404: { description: 'batch_not_found' } },
+      handler: async (req) => {
+        const body = req.body === undefined || req.body === null ? {} : req.body;
+        const parsed = parseOrThrow(retryBodySchema, body, 'invalid_request', 'Invalid request.');
+        return batches.retry((req.params as { batch_id: string }).batch_id, parsed.external_account_numbers);
+      },
+    },
+    {
+      method: 'POST',
+      url: '/v1/data-import/batches/:batch_id/cancel/',
+      operationId: 'cancel_batch',
+      summary: 'Stop a batch: items not yet started are cancelled; what succeeded stays.',
+      tags: ['batches'],
+      auth: 'token',
+      params: idParams,
+      responses: { 200: { description: 'The batch after the request.', schema: statusSchema }, 401: { description: 'Not authenticated.' }, 404: { description: 'batch_not_found' } },
+      handler: async (req) => batches.cancel((req.params as { batch_id: string }).batch_id),
+    },
+  ];
+}
+
+/** Every matching item as CSV, streamed page by page: one row per item, all its errors joined. */
+function csvOf(batches: BatchService, id: string, state: 'failed' | 'succeeded' | 'pending' | undefined): Readable {
+  const out = stringify({
+    header: true,
+    columns: ['line', 'external_account_number', 'stage', 'state', 'code', 'attr', 'detail'],
+    // A cell starting with = + - @ would run as a formula in a spreadsheet: prefix it.
+    cast: { string: (v) => (/^[=+\-@\t\r]/.test(v) ? `'${v}` : v) },
+  });
+  void (async () => {
+    let after = 0;
+    try {
+      for (;;) {
+        const { items, more } = await batches.items(id, state, after, MAX_PAGE_SIZE);
+        for (const it of items) out.write(csvRow(it));
+        if (!more || items.length === 0) break;
+        after = items.at(-1)!.line;
+      }
+      out.end();
+    } catch (err) {
+      out.destroy(err instanceof Error ? err : new AppError(500, 'internal_error', String(err)));
+    }
+  })();
+  return out;
+}
+
+function csvRow(it: ItemView): Record<string, unknown> {
+  const err = it.error as { code?: string; detail?: string; attr?: string | null; errors?: Array<{ code: string; attr: string | null; detail: string }> } | null;
+  const items = err?.errors?.length ? err.errors : err ? [{ code: err.code ?? '', attr: err.attr ?? null, detail: err.detail ?? '' }] : [];
+  return {
+    line: it.line,
+    external_account_number: it.external_account_number ?? '',
+    stage: it.stage,
+    state: it.state,
+    code: items.map((e) => e.code).join('; '),
+    attr: items.map((e) => e.attr ?? '').join('; '),
+    detail: items.map((e) => e.detail).join('; '),
+  };
+}

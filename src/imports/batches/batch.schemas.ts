@@ -1,0 +1,33 @@
+import { z } from 'zod';
+
+/**
+ * One NDJSON line: an account and its history. Only the outer shape is checked here; each part
+ * is validated by the same service its REST endpoint uses, at the stage that imports it.
+ */
+export const bundleSchema = z
+  .strictObject({
+    account: z.record(z.string(), z.unknown()),
+    notes: z.array(z.unknown()).optional(),
+    transactions: z.array(z.unknown()).optional(),
+    statements: z.array(z.unknown()).optional(),
+    payment_instruction: z.record(z.string(), z.unknown()).optional(),
+  })
+  .meta({ id: 'AccountBundle' });
+export type Bundle = z.output<typeof bundleSchema>;
+
+export const ITEM_STATE_FILTERS = ['failed', 'succeeded', 'pending'] as const;
+export type ItemStateFilter = (typeof ITEM_STATE_FILTERS)[number];
+
+export const uploadQuerySchema = z.strictObject({
+  import_supplier: z.string().min(1),
+  operations_team_name: z.string().min(1),
+  dry_run: z.enum(['true', 'false']).optional().transform((v) => v === 'true'),
+});
+
+export const itemsQuerySchema = z.strictObject({
+  state: z.enum(ITEM_STATE_FILTERS).optional(),
+  page_size: z.string().regex(/^\d+$/).optional(),
+  cursor: z.string().regex(/^\d+$/).optional(),
+});
+
+export const retryBodySchema = z.strictObject({ external_account_numbers: z.array(z.string().min(1)).min(1).max(100_000).optional() });

@@ -1,0 +1,314 @@
+import { randomUUID } from 'node:crypto';
+import type { Readable } from 'node:stream';
+import { sql, type Kysely } from 'kysely';
+import { formatDatetime, type Clock } from '../../clock.js';
+import type { Database, ItemStage, ItemState } from '../../db/database.js';
+import { AppError, badRequest, notFound, type ErrorEnvelope } from '../../errors.js';
+import { parseJsonExact } from '../../http/json.js';
+import { STAGES, type Stage } from '../../queue/contract.js';
+import { enqueueStage, type Queues } from '../../queue/queues.js';
+import { findSupplierByCode } from '../suppliers/supplier.repository.js';
+import { supplierNotFound } from '../suppliers/supplier.rules.js';
+import { findTeamByName } from '../teams/team.repository.js';
+import { issuesToItems } from '../shared/validation.js';
+import { countItems, findBatch, finishIfDone, insertItems, openItems, type BatchRow, type NewItem } from './batch.repository.js';
+import { bundleSchema, type ItemStateFilter } from './batch.schemas.js';
+import { readLines } from './line-reader.js';
+
+const INSERT_CHUNK = 500;
+const ENQUEUE_PAGE = 1000;
+
+export interface UploadParams {
+  import_supplier: string;
+  operations_team_name: string;
+  dry_run: boolean;
+  idempotencyKey?: string | undefined;
+}
+
+export interface StageCounts {
+  waiting: number;
+  active: number;
+  delayed: number;
+  completed: number;
+  failed: number;
+}
+
+export interface BatchSummary {
+  batch_id: string;
+  import_supplier: string;
+  operations_team_name: string;
+  dry_run: boolean;
+  state: string;
+  total_items: number;
+  succeeded: number;
+  failed: number;
+  cancelled: number;
+  created_at: string;
+  finished_at: string | null;
+}
+
+export interface BatchStatus extends BatchSummary {
+  stages: Record<Stage, StageCounts>;
+}
+
+export interface ItemView {
+  line: number;
+  external_account_number: string | null;
+  stage: ItemStage;
+  state: ItemState;
+  attempts: number;
+  service_account_number: string | null;
+  error: unknown;
+}
+
+export interface BatchServiceDeps {
+  db: Kysely<Database>;
+  clock: Clock;
+  queues: Queues;
+  config: { batchMaxLineBytes: number; batchMaxLines: number };
+}
+
+/** Where a dry-run item goes next: stage, process and extras run together in one rolled-back step. */
+export const queueForStage = (stage: ItemStage, dryRun: boolean): Stage =>
+  stage === 'parse' || stage === 'validate' ? 'validate' : dryRun ? 'process' : stage;
+
+const envelope = (code: string, detail: string, errors: ErrorEnvelope['errors'] = []): ErrorEnvelope => ({ detail, code, errors });
+
+export function createBatchService(deps: BatchServiceDeps) {
+  /**
+   * Streams an NDJSON cohort into batch items, then starts the pipeline. A line that is not JSON or
+   * not a bundle becomes a failed item (stage parse); it never aborts the batch. The upload is whole
+   * or nothing: if the stream breaks, the half-written batch is removed and nothing is enqueued.
+   */
+  async function upload(stream: Readable, params: UploadParams): Promise<{ batch_id: string; total_items: number; existing: boolean }> {
+    const supplier = await findSupplierByCode(deps.db, params.import_supplier);
+    if (!supplier) throw supplierNotFound(params.import_supplier, 'import_supplier');
+    const team = await findTeamByName(deps.db, params.operations_team_name);
+    if (!team) throw badRequest('operations_team_not_found', `Operations team '${params.operations_team_name}' does not exist.`, 'operations_team_name');
+
+    const id = randomUUID();
+    if (params.idempotencyKey !== undefined) {
+      const claimed = await deps.db
+        .insertInto('batches')
+        .values({ id, import_supplier_id: supplier.id, operations_team_id: team.id, dry_run: params.dry_run, idempotency_key: params.idempotencyKey })
+        .onConflict((oc) => oc.columns(['import_supplier_id', 'idempotency_key']).where('idempotency_key', 'is not', null).doNothing())
+        .returning('id')
+        .executeTakeFirst();
+      if (!claimed) {
+        stream.resume(); // discard the body: the batch for this key exists already
+        const existing = await deps.db
+          .selectFrom('batches')
+          .select(['id', 'total_items'])
+          .where('import_supplier_id', '=', supplier.id)
+          .where('idempotency_key', '=', params.idempotencyKey)
+          .executeTakeFirstOrThrow();
+        return { batch_id: existing.id, total_items: existing.total_items, existing: true };
+      }
+    } else {
+      await deps.db
+        .insertInto('batches')
+        .values({ id, import_supplier_id: supplier.id, operations_team_id: team.id, dry_run: params.dry_run })
+        .execute();
+    }
+
+    let total = 0;
+    try {
+      let chunk: NewItem[] = [];
+      for await (const line of readLines(stream, deps.config.batchMaxLineBytes)) {
+        if (++total > deps.config.batchMaxLines) {
+          throw new AppError(413, 'payload_too_large', `A cohort upload may have at most ${deps.config.batchMaxLines} lines.`);
+        }
+        chunk.push(itemFromLine(line.number, line.text, deps.config.batchMaxLineBytes));
+        if (chunk.length >= INSERT_CHUNK) {
+          await insertItems(deps.db, id, chunk);
+          chunk = [];
+        }
+      }
+      await insertItems(deps.db, id, chunk);
+    } catch (err) {
+      await deps.db.deleteFrom('batches').where('id', '=', id).execute();
+      throw err;
+    }
+    await deps.db.updateTable('batches').set({ state: 'RUNNING', total_items: total }).where('id', '=', id).execute();
+    await enqueueOpen(id, params.dry_run);
+    await finishIfDone(deps.db, id, deps.clock.now());
+    return { batch_id: id, total_items: total, existing: false };
+  }
+
+  /**
+   * (Re-)enqueues every open item's job at its stage and round. Job ids are deterministic, so an
+   * item that still has its job is untouched: this is both the start of a batch and its repair
+   * after Redis lost its jobs.
+   */
+  async function enqueueOpen(batchId: string, dryRun: boolean): Promise<number> {
+    let after = 0;
+    let count = 0;
+    for (;;) {
+      const page = await openItems(deps.db, batchId, after, ENQUEUE_PAGE);
+      if (page.length === 0) return count;
+      for (const stage of STAGES) {
+        const jobs = page.filter((i) => queueForStage(i.stage, dryRun) === stage).map((i) => ({ batchId, line: i.line, round: i.round }));
+        await enqueueStage(deps.queues, stage, jobs);
+      }
+      count += page.length;
+      after = page.at(-1)!.line;
+    }
+  }
+
+  async function mustFind(batchId: string): Promise<BatchRow> {
+    const batch = /^[0-9a-f-]{36}$/i.test(batchId) ? await findBatch(deps.db, batchId) : undefined;
+    if (!batch) throw notFound('batch_not_found', `Batch '${batchId}' does not exist.`);
+    return batch;
+  }
+
+  async function status(batchId: string): Promise<BatchStatus> {
+    const batch = await mustFind(batchId);
+    const counts = await countItems(deps.db, batchId);
+    const stages = Object.fromEntries(STAGES.map((s) => [s, { waiting: 0, active: 0, delayed: 0, completed: 0, failed: 0 }])) as Record<Stage, StageCounts>;
+    const order: readonly ItemStage[] = ['parse', ...STAGES];
+    for (const { stage, state, n } of counts) {
+      const at = order.indexOf(stage);
+      for (const s of STAGES) {
+        const here = order.indexOf(s);
+        if (here < at || (here === at && state === 'succeeded')) stages[s].completed += n;
+        else if (here === at && (state === 'waiting' || state === 'active' || state === 'delayed' || state === 'failed')) stages[s][state] += n;
+      }
+    }
+    return { ...summarise(batch, counts), stages };
+  }
+
+  async function items(
+    batchId: string,
+    filter: ItemStateFilter | undefined,
+    afterLine: number,
+    pageSize: number,
+  ): Promise<{ items: ItemView[]; more: boolean }> {
+    await mustFind(batchId);
+    const states: Record<ItemStateFilter, ItemState[]> = { failed: ['failed'], succeeded: ['succeeded'], pending: ['waiting', 'active', 'delayed'] };
+    const rows = await deps.db
+      .selectFrom('batch_items')
+      .select(['line', 'external_account_number', 'stage', 'state', 'attempts', 'service_account_number', 'error'])
+      .where('batch_id', '=', batchId)
+      .$if(filter !== undefined, (q) => q.where('state', 'in', states[filter!]))
+      .where('line', '>', afterLine)
+      .orderBy('line')
+      .limit(pageSize + 1)
+      .execute();
+    return { items: rows.slice(0, pageSize), more: rows.length > pageSize };
+  }
+
+  /** Re-enqueues failed items from the stage where they failed; parse failures cannot be retried. */
+  async function retry(batchId: string, externalAccountNumbers?: readonly string[]): Promise<{ requeued: number }> {
+    const batch = await mustFind(batchId);
+    if (batch.state === 'UPLOADING') throw badRequest('batch_not_ready', 'The batch is still uploading.');
+    const requeued = await deps.db.transaction().execute(async (trx) => {
+      const rows = await trx
+        .updateTable('batch_items')
+        .set({ state: 'waiting', round: sql`round + 1`, attempts: 0, error: null, updated_at: sql`now()` })
+        .where('batch_id', '=', batchId)
+        .where('state', '=', 'failed')
+        .where('stage', '!=', 'parse')
+        .$if(externalAccountNumbers !== undefined, (q) => q.where('external_account_number', 'in', externalAccountNumbers!))
+        .returning(['line'])
+        .execute();
+      if (rows.length > 0) {
+        await trx.updateTable('batches').set({ state: 'RUNNING', finished_at: null, cancel_requested_at: null }).where('id', '=', batchId).execute();
+      }
+      return rows.length;
+    });
+    if (requeued > 0) await enqueueOpen(batchId, batch.dry_run);
+    return { requeued };
+  }
+
+  /** Stops a batch: items not yet started are cancelled; active ones finish their step; successes stay. */
+  async function cancel(batchId: string): Promise<BatchStatus> {
+    const batch = await mustFind(batchId);
+    if (batch.state === 'RUNNING') {
+      await deps.db.transaction().execute(async (trx) => {
+        await trx.updateTable('batches').set({ cancel_requested_at: deps.clock.now() }).where('id', '=', batchId).execute();
+        await trx
+          .updateTable('batch_items')
+          .set({ state: 'cancelled', updated_at: sql`now()` })
+          .where('batch_id', '=', batchId)
+          .where('state', 'in', ['waiting', 'delayed'])
+          .execute();
+      });
+      await finishIfDone(deps.db, batchId, deps.clock.now());
+    }
+    return status(batchId);
+  }
+
+  async function list(supplierCode: string, before: { created_at: Date; id: string } | null, pageSize: number): Promise<{ batches: BatchSummary[]; more: boolean }> {
+    const supplier = await findSupplierByCode(deps.db, supplierCode);
+    if (!supplier) throw notFound('import_supplier_not_found', `Import supplier '${supplierCode}' does not exist.`);
+    const rows = await deps.db
+      .selectFrom('batches as b')
+      .innerJoin('import_suppliers as s', 's.id', 'b.import_supplier_id')
+      .innerJoin('operations_teams as t', 't.id', 'b.operations_team_id')
+      .select(['b.id', 's.code as supplier_code', 't.name as team_name', 'b.dry_run', 'b.state', 'b.total_items', 'b.cancel_requested_at', 'b.created_at', 'b.finished_at'])
+      .where('b.import_supplier_id', '=', supplier.id)
+      .$if(before !== null, (q) => q.where((eb) => eb.or([eb('b.created_at', '<', before!.created_at), eb.and([eb('b.created_at', '=', before!.created_at), eb('b.id', '<', before!.id)])])))
+      .orderBy('b.created_at', 'desc')
+      .orderBy('b.id', 'desc')
+      .limit(pageSize + 1)
+      .execute();
+    const page = rows.slice(0, pageSize);
+    const batches = await Promise.all(page.map(async (b) => summarise(b, await countItems(deps.db, b.id))));
+    return { batches, more: rows.length > pageSize };
+  }
+
+  /** Repairs every running batch after a Redis loss: re-enqueues open items that have no job. */
+  async function reconcile(batchId?: string): Promise<{ batches: number; items: number }> {
+    const running = await deps.db
+      .selectFrom('batches')
+      .select(['id', 'dry_run'])
+      .where('state', '=', 'RUNNING')
+      .$if(batchId !== undefined, (q) => q.where('id', '=', batchId!))
+      .execute();
+    let items = 0;
+    for (const b of running) {
+      items += await enqueueOpen(b.id, b.dry_run);
+      await finishIfDone(deps.db, b.id, deps.clock.now());
+    }
+    return { batches: running.length, items };
+  }
+
+  return { upload, status, items, retry, cancel, list, reconcile, mustFind };
+}
+
+export type BatchService = ReturnType<typeof createBatchService>;
+
+function itemFromLine(line: number, text: string | null, maxBytes: number): NewItem {
+  const failed = (error: ErrorEnvelope, ext: string | null = null): NewItem => ({ line, external_account_number: ext, bundle: null, stage: 'parse', state: 'failed', error });
+  if (text === null) return failed(envelope('line_too_long', `Line ${line} is longer than ${maxBytes} bytes.`));
+  let json: unknown;
+  try {
+    json = parseJsonExact(text);
+  } catch (err) {
+    return failed(envelope('invalid_json', `Line ${line} is not valid JSON: ${(err as Error).message}`));
+  }
+  const parsed = bundleSchema.safeParse(json, { reportInput: true });
+  const ext = (json as { account?: { external_account_number?: unknown } } | null)?.account?.external_account_number;
+  const extText = typeof ext === 'string' ? ext : null;
+  if (!parsed.success) {
+    return failed(envelope('invalid_request', `Line ${line} is not an account bundle.`, issuesToItems(parsed.error.issues)), extText);
+  }
+  return { line, external_account_number: extText, bundle: parsed.data, stage: 'validate', state: 'waiting', error: null };
+}
+
+function summarise(batch: BatchRow, counts: Array<{ state: ItemState; n: number }>): BatchSummary {
+  const sum = (state: ItemState) => counts.filter((c) => c.state === state).reduce((a, c) => a + c.n, 0);
+  return {
+    batch_id: batch.id,
+    import_supplier: batch.supplier_code,
+    operations_team_name: batch.team_name,
+    dry_run: batch.dry_run,
+    state: batch.state,
+    total_items: batch.total_items,
+    succeeded: sum('succeeded'),
+    failed: sum('failed'),
+    cancelled: sum('cancelled'),
+    created_at: formatDatetime(batch.created_at),
+    finished_at: batch.finished_at ? formatDatetime(batch.finished_at) : null,
+  };
+}

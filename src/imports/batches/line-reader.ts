@@ -1,0 +1,64 @@
+import type { Readable } from 'node:stream';
+
+export interface Line {
+  /** 1-based physical line number in the upload. */
+  number: number;
+  /** The line's text, or null when it was longer than the limit (its bytes were dropped). */
+  text: string | null;
+}
+
+/**
+ * Splits a byte stream into lines without ever holding more than one line (capped at `maxBytes`)
+ * in memory: an oversized line is reported as such and skipped, never buffered. Handles CRLF and a
+ * missing final newline; blank lines are skipped but still counted.
+ */
+export async function* readLines(stream: Readable, maxBytes: number): AsyncGenerator<Line> {
+  const decoder = new TextDecoder('utf-8', { fatal: false });
+  let parts: Buffer[] = [];
+  let size = 0;
+  let overflow = false;
+  let number = 0;
+
+  const finish = (): Line | null => {
+    number++;
+    if (overflow) {
+      overflow = false;
+      parts = [];
+      size = 0;
+      return { number, text: null };
+    }
+    let buf = parts.length === 1 ? parts[0]! : Buffer.concat(parts, size);
+    parts = [];
+    size = 0;
+    if (buf.length > 0 && buf[buf.length - 1] === 0x0d) buf = buf.subarray(0, buf.length - 1);
+    const text = decoder.decode(buf);
+    return text.trim() === '' ? null : { number, text };
+  };
+
+  for await (const chunk of stream as AsyncIterable<Buffer | string>) {
+    let buf = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
+    for (;;) {
+      const nl = buf.indexOf(0x0a);
+      const piece = nl === -1 ? buf : buf.subarray(0, nl);
+      if (!overflow) {
+        if (size + piece.length > maxBytes) {
+          overflow = true;
+          parts = [];
+          size = 0;
+        } else if (piece.length > 0) {
+          // Copy: the stream may reuse its chunk buffers.
+          parts.push(Buffer.from(piece));
+          size += piece.length;
+        }
+      }
+      if (nl === -1) break;
+      const line = finish();
+      if (line) yield line;
+      buf = buf.subarray(nl + 1);
+    }
+  }
+  if (size > 0 || overflow) {
+    const line = finish();
+    if (line) yield line;
+  }
+}

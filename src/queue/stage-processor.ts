@@ -1,0 +1,245 @@
+import { randomInt } from 'node:crypto';
+import { DelayedError, UnrecoverableError, type Job } from 'bullmq';
+import { sql } from 'kysely';
+import type { Deps } from '../deps.js';
+import type { Executor, ItemStage, ItemState } from '../db/database.js';
+import { AppError, type ErrorEnvelope } from '../errors.js';
+import { toAppError } from '../http/app-errors.js';
+import { finishIfDone } from '../imports/batches/batch.repository.js';
+import type { Bundle } from '../imports/batches/batch.schemas.js';
+import { queueForStage } from '../imports/batches/batch.service.js';
+import type { Services } from '../imports/services.js';
+import { PERMIT_RETRY_DELAY_MS, nextStage, type Stage, type StageJobData } from './contract.js';
+import { enqueueStage } from './queues.js';
+
+interface ItemRow {
+  line: number;
+  round: number;
+  stage: ItemStage;
+  state: ItemState;
+  bundle: unknown;
+  external_account_number: string | null;
+  service_account_number: string | null;
+  dry_run: boolean;
+  cancel_requested_at: Date | null;
+  supplier_code: string;
+  team_name: string;
+}
+
+/** What a job did, for the job's return value and the metrics. */
+export type StageOutcome = 'advanced' | 'succeeded' | 'skipped' | 'cancelled';
+
+/** Thrown inside a dry run's transaction so that everything it wrote is rolled back. */
+class RollBack extends Error {
+  constructor(readonly serviceAccountNumber: string) {
+    super('dry run');
+  }
+}
+
+/** A step failed on the item's own data: recorded on the item, never retried. */
+class ItemFailed extends Error {
+  constructor(
+    readonly at: ItemStage,
+    readonly error: AppError,
+  ) {
+    super(error.detail);
+  }
+}
+
+const ALREADY_IMPORTED = 'account_import_process_already_imported';
+
+export interface StageProcessorContext {
+  deps: Deps;
+  services: Services;
+  /** Called with how long each job took (metrics). */
+  observe?: (stage: Stage, outcome: 'completed' | 'failed' | 'delayed', seconds: number) => void;
+}
+
+/**
+ * The processor of one stage's queue. It calls the same domain services as the REST endpoints;
+ * PostgreSQL (batch_items) records where each item stands, so a job that runs twice (BullMQ is
+ * at least once) finds its item already moved on and does nothing but make sure the item's
+ * current job exists.
+ */
+export function createStageProcessor(ctx: StageProcessorContext, stage: Stage) {
+  const { deps, services } = ctx;
+  const db = deps.db;
+
+  const loadItem = (data: StageJobData): Promise<ItemRow | undefined> =>
+    db
+      .selectFrom('batch_items as i')
+      .innerJoin('batches as b', 'b.id', 'i.batch_id')
+      .innerJoin('import_suppliers as s', 's.id', 'b.import_supplier_id')
+      .innerJoin('operations_teams as t', 't.id', 'b.operations_team_id')
+      .select([
+        'i.line',
+        'i.round',
+        'i.stage',
+        'i.state',
+        'i.bundle',
+        'i.external_account_number',
+        'i.service_account_number',
+        'b.dry_run',
+        'b.cancel_requested_at',
+        's.code as supplier_code',
+        't.name as team_name',
+      ])
+      .where('i.batch_id', '=', data.batchId)
+      .where('i.line', '=', data.line)
+      .executeTakeFirst();
+
+  const setItem = (ex: Executor, data: StageJobData, values: Record<string, unknown>) =>
+    ex
+      .updateTable('batch_items')
+      .set({ ...values, updated_at: sql`now()` })
+      .where('batch_id', '=', data.batchId)
+      .where('line', '=', data.line)
+      .where('round', '=', data.round)
+      .execute();
+
+  /** Runs this stage's work for the item; returns the account number when it learned one. */
+  async function runStep(item: ItemRow): Promise<string | null> {
+    const bundle = item.bundle as Bundle;
+    const ext = item.external_account_number ?? '';
+    const pair = { import_supplier: item.supplier_code, external_account_number: ext };
+    const request = { external_account_number: ext, import_supplier_code: item.supplier_code, operations_team_name: item.team_name };
+    const attempt = async <T>(at: ItemStage, fn: () => Promise<T>): Promise<T> => {
+      try {
+        return await fn();
+      } catch (err) {
+        if (err instanceof RollBack || err instanceof ItemFailed) throw err;
+        const e = toAppError(err);
+        if (e.status < 500 && e.status !== 429) throw new ItemFailed(at, e);
+        throw err;
+      }
+    };
+    const runExtras = async (ex?: Executor) => {
+      if (bundle.notes?.length) await attempt('extras', () => services.notes.importNotes({ ...pair, notes: bundle.notes }, ex));
+      if (bundle.transactions?.length) await attempt('extras', () => services.transactions.importTransactions({ ...pair, transactions: bundle.transactions }, {}, ex));
+      if (bundle.statements?.length) await attempt('extras', () => services.statements.importStatements({ ...pair, statements: bundle.statements }, ex));
+      if (bundle.payment_instruction) await attempt('extras', () => services.paymentInstructions.importPaymentInstruction({ ...pair, ...bundle.payment_instruction }, ex));
+    };
+    /** The pipeline makes sure an account exists: one imported before (by this item's earlier run or another upload) is a success. */
+    const alreadyImportedNumber = (err: unknown): string | null =>
+      err instanceof ItemFailed && err.error.code === ALREADY_IMPORTED ? String(err.error.extra.service_account_number) : null;
+
+    switch (stage) {
+      case 'validate':
+        await attempt('validate', async () => {
+          if (bundle.account.import_supplier !== item.supplier_code) {
+            throw new AppError(400, 'account_failed_validation', 'Account data failed validation.', [
+              { code: 'import_supplier_mismatch', detail: `The batch is for supplier '${item.supplier_code}'.`, attr: 'import_supplier' },
+            ]);
+          }
+          await services.accounts.validate(bundle.account);
+        });
+        return null;
+      case 'stage':
+        try {
+          await attempt('stage', () => services.accounts.stage(bundle.account));
+          return null;
+        } catch (err) {
+          const existing = alreadyImportedNumber(err);
+          if (existing) return existing;
+          throw err;
+        }
+      case 'process':
+        if (item.dry_run) {
+          // Everything after validation in one transaction, rolled back: the item reports what would happen.
+          try {
+            await db.transaction().execute(async (trx) => {
+              let existing: string | null = null;
+              try {
+                await attempt('stage', () => services.accounts.stage(bundle.account, trx));
+              } catch (err) {
+                existing = alreadyImportedNumber(err);
+                if (!existing) throw err;
+              }
+              const number = existing ?? (await attempt('process', () => services.accounts.createIn(trx, request))).service_account_number;
+              await runExtras(trx);
+              throw new RollBack(number);
+            });
+          } catch (err) {
+            if (err instanceof RollBack) return null;
+            throw err;
+          }
+          return null;
+        }
+        if (item.service_account_number) return item.service_account_number;
+        try {
+          return (await attempt('process', () => services.accounts.processStaged(request))).service_account_number;
+        } catch (err) {
+          const existing = alreadyImportedNumber(err);
+          if (existing) return existing;
+          throw err;
+        }
+      case 'extras':
+        await runExtras();
+        return null;
+    }
+  }
+
+  return async (job: Job<StageJobData>, token?: string): Promise<StageOutcome> => {
+    const started = performance.now();
+    const data = job.data;
+    const item = await loadItem(data);
+    if (!item || item.round !== data.round) return 'skipped';
+    if (item.state === 'succeeded' || item.state === 'failed' || item.state === 'cancelled') return 'skipped';
+    if (item.cancel_requested_at) {
+      await setItem(db, data, { state: 'cancelled' });
+      await finishIfDone(db, data.batchId, deps.clock.now());
+      return 'cancelled';
+    }
+    const itemQueue = queueForStage(item.stage, item.dry_run);
+    if (itemQueue !== stage) {
+      // A repeat of a job whose item has moved on (the worker died after advancing it): make sure
+      // the item's current job exists, which also repairs a crash between advancing and enqueueing.
+      await enqueueStage(deps.queues, itemQueue, [data]);
+      return 'skipped';
+    }
+
+    const permit = stage === 'process' ? await deps.permits.tryAcquire() : null;
+    if (stage === 'process' && !permit) {
+      // No permit: wait without spending an attempt.
+      await setItem(db, data, { state: 'delayed' });
+      await job.moveToDelayed(Date.now() + randomInt(PERMIT_RETRY_DELAY_MS.min, PERMIT_RETRY_DELAY_MS.max), token);
+      ctx.observe?.(stage, 'delayed', (performance.now() - started) / 1000);
+      throw new DelayedError();
+    }
+    try {
+      await setItem(db, data, { state: 'active', attempts: job.attemptsMade + 1 });
+      const number = await runStep(item);
+      const next = item.dry_run ? (stage === 'validate' ? 'process' : null) : nextStage(stage);
+      const accountNumber = number ?? item.service_account_number;
+      if (next) {
+        await setItem(db, data, { stage: next, state: 'waiting', service_account_number: accountNumber });
+        await enqueueStage(deps.queues, next, [data]);
+      } else {
+        await setItem(db, data, { state: 'succeeded', service_account_number: item.dry_run ? null : accountNumber });
+        await finishIfDone(db, data.batchId, deps.clock.now());
+      }
+      ctx.observe?.(stage, 'completed', (performance.now() - started) / 1000);
+      return next ? 'advanced' : 'succeeded';
+    } catch (err) {
+      ctx.observe?.(stage, 'failed', (performance.now() - started) / 1000);
+      if (err instanceof ItemFailed) {
+        await fail(data, err.at, err.error.body() as ErrorEnvelope);
+        throw new UnrecoverableError(`${err.error.code}: ${err.error.detail}`);
+      }
+      const lastAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
+      if (lastAttempt) {
+        await fail(data, item.stage, toAppError(err).body() as ErrorEnvelope);
+      } else {
+        await setItem(db, data, { state: 'waiting' }).catch(() => undefined);
+      }
+      throw err;
+    } finally {
+      await permit?.release();
+    }
+  };
+
+  async function fail(data: StageJobData, at: ItemStage, error: ErrorEnvelope): Promise<void> {
+    await setItem(db, data, { stage: at, state: 'failed', error: JSON.stringify(error) });
+    await finishIfDone(db, data.batchId, deps.clock.now());
+  }
+}

@@ -1,0 +1,40 @@
+import { loadConfig, ConfigError } from '../config.js';
+import { createDeps } from '../deps.js';
+import { createServices } from '../imports/services.js';
+import { createLogger } from '../log.js';
+import type { QueueName } from './contract.js';
+import { startWorkers } from './workers.js';
+
+/**
+ * A worker process: runs the named queues until SIGTERM/SIGINT, then stops taking jobs, lets
+ * active ones finish within WORKER_SHUTDOWN_GRACE_MS (releasing their permits), and exits.
+ * At start-up it re-enqueues every open batch item that lost its job (PostgreSQL is the truth).
+ */
+export async function runWorkerProcess(queues: readonly QueueName[]): Promise<void> {
+  let config;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    console.error(err instanceof ConfigError ? err.message : err);
+    process.exit(2);
+  }
+  const log = createLogger(config.logLevel);
+  const deps = createDeps(config, { log, dbPoolSize: 30 });
+  const services = createServices(deps);
+  const set = startWorkers(deps, services, { queues });
+  log.info({ queues }, 'workers started');
+  const repaired = await services.batches.reconcile();
+  if (repaired.items > 0) log.info(repaired, 'reconciled open batch items');
+
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal }, 'stopping workers');
+    await set.close();
+    await deps.close();
+    process.exit(0);
+  };
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+  process.on('SIGINT', () => void stop('SIGINT'));
+}

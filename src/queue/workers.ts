@@ -1,0 +1,71 @@
+import { Worker, type Processor } from 'bullmq';
+import { createTransport } from 'nodemailer';
+import type { Deps } from '../deps.js';
+import type { Services } from '../imports/services.js';
+import { createEmailProcessor } from '../notifications/welcome-email.js';
+import { STAGES, type QueueName, type Stage } from './contract.js';
+import { createStageProcessor } from './stage-processor.js';
+
+export interface WorkerSet {
+  readonly workers: readonly Worker[];
+  /** Stops taking jobs and waits up to `graceMs` for active ones, then closes hard. Idempotent. */
+  close(graceMs?: number): Promise<void>;
+}
+
+export interface StartWorkersOptions {
+  queues: readonly QueueName[];
+  observe?: (stage: Stage, outcome: 'completed' | 'failed' | 'delayed', seconds: number) => void;
+}
+
+/** Starts BullMQ workers for the named queues, with the stage processors over the domain services. */
+export function startWorkers(deps: Deps, services: Services, opts: StartWorkersOptions): WorkerSet {
+  const { config, log } = deps;
+  const workers: Worker[] = [];
+  const common = {
+    connection: deps.redis,
+    prefix: config.redisPrefix,
+    lockDuration: config.workerLockMs,
+    stalledInterval: config.workerLockMs,
+    // A job whose worker died runs again; only a job that keeps killing workers is given up on.
+    maxStalledCount: 3,
+  };
+  for (const name of opts.queues) {
+    let processor: Processor;
+    if ((STAGES as readonly string[]).includes(name)) {
+      processor = createStageProcessor({ deps, services, ...(opts.observe ? { observe: opts.observe } : {}) }, name as Stage) as Processor;
+    } else {
+      if (!config.smtpUrl) {
+        log.warn('SMTP_URL is not set: welcome e-mails wait unsent in the emails queue');
+        continue;
+      }
+      processor = createEmailProcessor(deps, createTransport(config.smtpUrl), config.emailFrom) as Processor;
+    }
+    const worker = new Worker(name, processor, { ...common, concurrency: config.workerConcurrency[name] });
+    worker.on('error', (err) => log.warn({ err, queue: name }, 'worker error'));
+    worker.on('failed', (job, err) => {
+      if (job && job.attemptsMade >= (job.opts.attempts ?? 1)) log.info({ queue: name, jobId: job.id, err: err.message }, 'job failed');
+    });
+    workers.push(worker);
+  }
+
+  let closing: Promise<void> | undefined;
+  return {
+    workers,
+    close(graceMs = config.workerShutdownGraceMs) {
+      closing ??= (async () => {
+        let timer: NodeJS.Timeout | undefined;
+        const graceful = Promise.allSettled(workers.map((w) => w.close())).then(() => 'done' as const);
+        const timeout = new Promise<'timeout'>((resolve) => {
+          timer = setTimeout(() => resolve('timeout'), graceMs);
+        });
+        const result = await Promise.race([graceful, timeout]);
+        clearTimeout(timer);
+        if (result === 'timeout') {
+          log.warn({ graceMs }, 'active jobs did not finish within the grace period; closing hard (they will run again)');
+          await Promise.allSettled(workers.map((w) => w.close(true)));
+        }
+      })();
+      return closing;
+    },
+  };
+}
