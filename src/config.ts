@@ -64,6 +64,9 @@ const envSchema = z
     /** Where welcome e-mails are sent (smtp://user:pass@host:port); unset: e-mails wait unsent. */
     SMTP_URL: z.string().url().optional(),
     EMAIL_FROM: z.string().min(3).default('Accounts <accounts@example.com>'),
+    /** Failed ObtainToken attempts allowed per client address within the window, before KT-CT-1199. */
+    LOGIN_MAX_FAILURES: optionalInt(10).pipe(z.number().int().min(1)),
+    LOGIN_FAILURE_WINDOW_S: optionalInt(900).pipe(z.number().int().min(1)),
     OPERATOR_USER: z.string().regex(/^[^:]+$/, 'must not be empty nor contain ":" (HTTP Basic cannot carry it)').optional(),
     OPERATOR_PASSWORD: z.string().min(12, 'must be at least 12 characters').optional(),
   })
@@ -141,6 +144,8 @@ export interface Config {
   readonly runWorkers: boolean;
   readonly smtpUrl: string | undefined;
   readonly emailFrom: string;
+  readonly loginMaxFailures: number;
+  readonly loginFailureWindowS: number;
   /** Operator credentials for the dashboard and /metrics; unset: those routes refuse everyone. */
   readonly operator: { readonly user: string; readonly password: string } | undefined;
 }
@@ -206,6 +211,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     workerShutdownGraceMs: e.WORKER_SHUTDOWN_GRACE_MS,
     runWorkers: e.RUN_WORKERS === 'true',
     smtpUrl: e.SMTP_URL,
+    loginMaxFailures: e.LOGIN_MAX_FAILURES,
+    loginFailureWindowS: e.LOGIN_FAILURE_WINDOW_S,
     emailFrom: e.EMAIL_FROM,
     operator:
       e.OPERATOR_USER !== undefined && e.OPERATOR_PASSWORD !== undefined

@@ -67,7 +67,12 @@ export async function buildApp(deps: Deps): Promise<BuiltApp> {
   const tokens = new TokenService(deps.config.tokenSecret, () => deps.clock.now());
   const authenticate = createTokenAuthenticator(deps.db, tokens);
   app.decorateRequest('apiKeyId', '');
-  await registerGraphql(app, deps.db, tokens);
+  await registerGraphql(app, deps.db, tokens, {
+    redis: deps.redis,
+    prefix: deps.config.redisPrefix,
+    maxFailures: deps.config.loginMaxFailures,
+    windowS: deps.config.loginFailureWindowS,
+  });
 
   const services = createServices(deps);
   const routes: RouteDef[] = [...systemRoutes(deps), ...accountRoutes(services.accounts), ...extrasRoutes(services), ...batchRoutes(services.batches)];

@@ -29,7 +29,8 @@ interface GraphqlBody {
 }
 
 beforeAll(async () => {
-  ctx = await createTestContext();
+  // This suite makes many deliberate failed sign-ins from one address; the limiter has its own test (login-limit.test.ts).
+  ctx = await createTestContext({ env: { LOGIN_MAX_FAILURES: '1000' } });
   await ctx.createSupplier(S);
 });
 afterAll(async () => ctx?.close());

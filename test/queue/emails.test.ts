@@ -58,7 +58,7 @@ it('sends one welcome e-mail per created account when the supplier says so, neve
   const account = await ctx.deps.db.selectFrom('accounts').select('id').where('number', '=', number).executeTakeFirstOrThrow();
   await ctx.deps.queues.emails.remove(`welcome.${account.id}`);
   await enqueueWelcomeEmail(ctx.deps.queues, { accountId: account.id });
-  await pollUntil(async () => (await ctx.deps.queues.emails.getJobCounts('completed')).completed >= 1, { what: 'the repeated job to finish' });
+  await pollUntil(async () => ((await ctx.deps.queues.emails.getJobCounts('completed')).completed ?? 0) >= 1, { what: 'the repeated job to finish' });
   const row = await ctx.deps.db.selectFrom('customer_emails').selectAll().where('account_id', '=', account.id).executeTakeFirstOrThrow();
   expect(row.sent_at).not.toBeNull();
 
