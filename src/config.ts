@@ -21,6 +21,8 @@ const envSchema = z
       .string()
       .url()
       .default('postgres://postgres@127.0.0.1:5432/data_import'),
+    /** Connections each process keeps to PostgreSQL (the server allows 100 by default, for every process together). */
+    DATABASE_POOL_SIZE: optionalInt(20).pipe(z.number().int().min(1).max(500)),
     REDIS_URL: z.string().url().default('redis://127.0.0.1:6379'),
     /** Prefix of every Redis key this deployment owns (queues, semaphore, markers). */
     REDIS_PREFIX: z
@@ -124,6 +126,7 @@ export interface Config {
   readonly port: number;
   readonly host: string;
   readonly databaseUrl: string;
+  readonly databasePoolSize: number;
   readonly redisUrl: string;
   readonly redisPrefix: string;
   readonly tokenSecret: string;
@@ -169,6 +172,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     port: e.PORT,
     host: e.HOST,
     databaseUrl: e.DATABASE_URL,
+    databasePoolSize: e.DATABASE_POOL_SIZE,
     redisUrl: e.REDIS_URL,
     redisPrefix: e.REDIS_PREFIX,
     tokenSecret: e.TOKEN_SECRET ?? DEVELOPMENT_TOKEN_SECRET,

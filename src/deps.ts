@@ -37,7 +37,7 @@ export interface Deps {
 export interface DepsOverrides {
   log?: Logger;
   clock?: Clock;
-  /** Pool size for PostgreSQL (workers want more than the API). */
+  /** Pool size for PostgreSQL, over DATABASE_POOL_SIZE. */
   dbPoolSize?: number;
   /** Tests shorten the vendor client's backoff. */
   vendorBackoffMs?: { min: number; max: number };
@@ -46,7 +46,7 @@ export interface DepsOverrides {
 export function createDeps(config: Config, overrides: DepsOverrides = {}): Deps {
   const log = overrides.log ?? createLogger(config.logLevel);
   const { db, pool } = createDb(config.databaseUrl, {
-    ...(overrides.dbPoolSize !== undefined ? { max: overrides.dbPoolSize } : {}),
+    max: overrides.dbPoolSize ?? config.databasePoolSize,
     onPoolError: (err) => log.warn({ err }, 'idle PostgreSQL client error'),
   });
   // maxRetriesPerRequest null: commands wait for a reconnect instead of failing (BullMQ requires it).

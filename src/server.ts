@@ -22,7 +22,7 @@ async function main(): Promise<void> {
     const { applied } = await migrate(config.databaseUrl);
     log.info({ created, applied }, 'database ready');
   }
-  const deps = createDeps(config, { log, ...(config.runWorkers ? { dbPoolSize: 40 } : {}) });
+  const deps = createDeps(config, { log });
   const { app, services, metrics } = await buildApp(deps);
   let workers: WorkerSet | undefined;
   if (config.runWorkers) {

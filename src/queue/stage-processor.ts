@@ -207,13 +207,36 @@ export function createStageProcessor(ctx: StageProcessorContext, stage: Stage) {
       throw new DelayedError();
     }
     try {
-      await setItem(db, data, { state: 'active', attempts: job.attemptsMade + 1 });
+      // Conditional: a cancel that reached the item after we loaded it wins, and nothing runs.
+      const claimed = await db
+        .updateTable('batch_items')
+        .set({ state: 'active', attempts: job.attemptsMade + 1, updated_at: sql`now()` })
+        .where('batch_id', '=', data.batchId)
+        .where('line', '=', data.line)
+        .where('round', '=', data.round)
+        .where('state', 'in', ['waiting', 'delayed', 'active'])
+        .executeTakeFirst();
+      if (Number(claimed.numUpdatedRows) === 0) return 'skipped';
       const number = await runStep(item);
       const next = item.dry_run ? (stage === 'validate' ? 'process' : null) : nextStage(stage);
       const accountNumber = number ?? item.service_account_number;
       if (next) {
-        await setItem(db, data, { stage: next, state: 'waiting', service_account_number: accountNumber });
-        await enqueueStage(deps.queues, next, [data]);
+        // A cancel that arrived while this step ran stops the item here instead of sending it on.
+        const advanced = await db
+          .updateTable('batch_items')
+          .set({
+            stage: next,
+            state: sql<ItemState>`CASE WHEN (SELECT cancel_requested_at FROM batches WHERE id = ${data.batchId}) IS NULL THEN 'waiting' ELSE 'cancelled' END`,
+            service_account_number: accountNumber,
+            updated_at: sql`now()`,
+          })
+          .where('batch_id', '=', data.batchId)
+          .where('line', '=', data.line)
+          .where('round', '=', data.round)
+          .returning('state')
+          .executeTakeFirst();
+        if (advanced?.state === 'waiting') await enqueueStage(deps.queues, next, [data]);
+        else await finishIfDone(db, data.batchId, deps.clock.now());
       } else {
         await setItem(db, data, { state: 'succeeded', service_account_number: item.dry_run ? null : accountNumber });
         await finishIfDone(db, data.batchId, deps.clock.now());

@@ -19,7 +19,7 @@ export async function runWorkerProcess(queues: readonly QueueName[]): Promise<vo
     process.exit(2);
   }
   const log = createLogger(config.logLevel);
-  const deps = createDeps(config, { log, dbPoolSize: 30 });
+  const deps = createDeps(config, { log });
   const services = createServices(deps);
   const set = startWorkers(deps, services, { queues });
   log.info({ queues }, 'workers started');

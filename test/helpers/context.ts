@@ -93,6 +93,8 @@ export async function createTestContext(opts: ContextOptions = {}): Promise<Test
     REDIS_PREFIX: prefix,
     TOKEN_SECRET: TEST_TOKEN_SECRET,
     LOG_LEVEL: 'silent',
+    // Many files run at once against one PostgreSQL (100 connections in all): keep each small.
+    DATABASE_POOL_SIZE: '8',
     ...opts.env,
   });
   const clock = new FakeClock(opts.now ?? new Date());

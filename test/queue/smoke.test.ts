@@ -17,4 +17,4 @@ it('drives a small cohort through every stage', async () => {
   const end = await ctx.waitForEnd(batch_id);
   if (end.failed) console.error(JSON.stringify(await ctx.items(batch_id, 'failed'), null, 1).slice(0, 3000));
   expect(end).toMatchObject({ state: 'COMPLETED', succeeded: 20, failed: 0 });
-});
+}, 120_000);

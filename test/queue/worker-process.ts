@@ -21,6 +21,7 @@ export async function spawnWorker(config: Config, env: Record<string, string>): 
       REDIS_PREFIX: config.redisPrefix,
       TOKEN_SECRET: config.tokenSecret,
       LOG_LEVEL: 'info',
+      DATABASE_POOL_SIZE: '8',
       ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -203,8 +203,9 @@ function csvOf(batches: BatchService, id: string, state: 'failed' | 'succeeded' 
 }
 
 function csvRow(it: ItemView): Record<string, unknown> {
-  const err = it.error as { code?: string; detail?: string; attr?: string | null; errors?: Array<{ code: string; attr: string | null; detail: string }> } | null;
-  const items = err?.errors?.length ? err.errors : err ? [{ code: err.code ?? '', attr: err.attr ?? null, detail: err.detail ?? '' }] : [];
+  // Envelopes list their problems in `errors`; the transactions 400 shape has code/attr/error_detail at the top.
+  const err = it.error as { code?: string; detail?: string; error_detail?: string; attr?: string | null; errors?: Array<{ code: string; attr: string | null; detail: string }> } | null;
+  const items = err?.errors?.length ? err.errors : err ? [{ code: err.code ?? '', attr: err.attr ?? null, detail: err.detail ?? err.error_detail ?? '' }] : [];
   return {
     line: it.line,
     external_account_number: it.external_account_number ?? '',
