@@ -21,6 +21,10 @@ export function createDb(connectionString: string, options: DbOptions = {}): { d
     idleTimeoutMillis: 30_000,
   });
   pool.on('error', (err) => options.onPoolError?.(err));
+  // The pool listens only to idle clients. A connection killed mid-transaction emits 'error' on the
+  // checked-out client, which without a listener would crash the process; the query itself fails
+  // and the caller (a request, a job) handles that.
+  pool.on('connect', (client) => client.on('error', (err) => options.onPoolError?.(err)));
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   return { db, pool };
 }

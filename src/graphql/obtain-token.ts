@@ -1,11 +1,13 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Redis } from 'ioredis';
 import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
-import { GraphQLScalarType } from 'graphql';
+import { GraphQLError, GraphQLScalarType } from 'graphql';
 import mercurius from 'mercurius';
 import { verifyApiKey, isApiKeyActive } from '../auth/api-keys.js';
 import type { TokenService } from '../auth/tokens.js';
 import type { Executor } from '../db/database.js';
+import { AppError } from '../errors.js';
+import { toAppError } from '../http/app-errors.js';
 
 /** The mutation existing clients call (decisions §4); field and type names follow theirs. */
 export const schema = /* GraphQL */ `
@@ -105,5 +107,24 @@ export async function registerGraphql(app: FastifyInstance, db: Executor, tokens
         guarded(context.reply.request.ip, () => obtain(input)),
     },
   };
-  await app.register(mercurius, { schema, resolvers, path: '/v1/graphql/', graphiql: false });
+  await app.register(mercurius, {
+    schema,
+    resolvers,
+    path: '/v1/graphql/',
+    graphiql: false,
+    // Errors before GraphQL runs (a malformed or oversized body) answer in GraphQL's own response format,
+    // with at least one error, instead of an empty error list.
+    errorHandler: (error, request, reply) => {
+      const raw: unknown = error;
+      if (raw instanceof AppError || String((raw as { code?: unknown }).code).startsWith('FST_ERR_CTP')) {
+        const e = toAppError(raw);
+        void reply.code(e.status).send({ data: null, errors: [{ message: e.detail, extensions: { code: e.code } }] });
+        return;
+      }
+      // Anything else (a query that is not a string, …) keeps mercurius's own formatting.
+      const wrapped = error instanceof GraphQLError ? error : new GraphQLError(error.message, { originalError: error });
+      const { statusCode, response } = mercurius.defaultErrorFormatter({ errors: [wrapped] }, { reply, app: request.server } as never);
+      void reply.code(statusCode).send(response);
+    },
+  });
 }

@@ -16,12 +16,18 @@ export function toAppError(err: unknown): AppError {
     return new AppError(413, 'payload_too_large', `The request body is larger than ${JSON_BODY_LIMIT} bytes.`);
   }
   if (e.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE' || e.statusCode === 415) {
-    return new AppError(415, 'unsupported_media_type', 'Unsupported Content-Type; send application/json.');
+    return new AppError(415, 'unsupported_media_type', 'Unsupported Content-Type; send application/json (application/x-ndjson for cohort uploads).');
   }
   if (typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
     return new AppError(e.statusCode, 'invalid_request', e.message);
   }
-  if (typeof e.code === 'string' && (UNAVAILABLE_PG_CODES.has(e.code) || UNAVAILABLE_NET_CODES.has(e.code))) {
+  // A FATAL or PANIC from PostgreSQL ends the connection (shutdown, connections refused): unavailable.
+  const severity = (err as { severity?: string }).severity;
+  if (
+    (typeof e.code === 'string' && (UNAVAILABLE_PG_CODES.has(e.code) || UNAVAILABLE_NET_CODES.has(e.code))) ||
+    severity === 'FATAL' ||
+    severity === 'PANIC'
+  ) {
     return new AppError(503, 'service_unavailable', 'A backing service is unreachable; retry shortly.', [], {}, { 'Retry-After': '5' }, { cause: err });
   }
   if (e.message?.includes('Connection terminated') || e.message?.includes('timeout exceeded when trying to connect')) {

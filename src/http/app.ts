@@ -1,4 +1,4 @@
-import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply } from 'fastify';
 import { TokenService } from '../auth/tokens.js';
 import type { Deps } from '../deps.js';
 import { AppError } from '../errors.js';
@@ -6,7 +6,7 @@ import { JSON_BODY_LIMIT, toAppError } from './app-errors.js';
 import { createServices, type Services } from '../imports/services.js';
 import { registerGraphql } from '../graphql/obtain-token.js';
 import { createTokenAuthenticator } from './auth.js';
-import { parseJsonExact } from './json.js';
+import { parseJsonExact, printable, storable, UnstorableString } from './json.js';
 import { buildOpenApi } from './openapi.js';
 import type { RouteDef } from './route.js';
 import { createMetrics, type Metrics } from '../metrics.js';
@@ -38,7 +38,13 @@ export async function buildApp(deps: Deps): Promise<BuiltApp> {
   const app = Fastify({
     loggerInstance: deps.log as FastifyBaseLogger,
     bodyLimit: JSON_BODY_LIMIT,
-    routerOptions: { ignoreTrailingSlash: true },
+    // External account numbers may be 128 characters (percent-encoded, longer still) in a path.
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 1024 },
+    // Errors Fastify raises before routing (a malformed URL) get the envelope like every other error.
+    frameworkErrors: (err, _req, reply) => {
+      const mapped = toAppError(err);
+      void (reply as FastifyReply).code(mapped.status).headers(mapped.headers).send(mapped.body());
+    },
   });
 
   const metrics = createMetrics(deps);
@@ -51,7 +57,22 @@ export async function buildApp(deps: Deps): Promise<BuiltApp> {
     try {
       done(null, parseJsonExact(body as string));
     } catch (err) {
-      done(new AppError(400, 'invalid_json', `The request body is not valid JSON: ${(err as Error).message}`), undefined);
+      done(
+        err instanceof UnstorableString
+          ? new AppError(400, 'invalid_characters', `The request body has a string that cannot be stored: ${err.message}.`)
+          : new AppError(400, 'invalid_json', `The request body is not valid JSON: ${printable((err as Error).message)}`),
+        undefined,
+      );
+    }
+  });
+  // Path and query values reach SQL as text too: refuse what PostgreSQL cannot store, before any handler.
+  app.addHook('preHandler', async (req) => {
+    for (const source of [req.params, req.query] as Array<Record<string, unknown> | undefined>) {
+      for (const [key, value] of Object.entries(source ?? {})) {
+        if ((typeof value === 'string' && !storable(value)) || !storable(key)) {
+          throw new AppError(400, 'invalid_characters', `'${key}' has characters that cannot be stored (NUL or an unpaired surrogate).`);
+        }
+      }
     }
   });
 

@@ -1,18 +1,40 @@
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
+import type { Logger } from '../log.js';
 import { DEFAULT_JOB_OPTIONS, QUEUE_NAMES, emailJobId, stageJobId, type EmailJobData, type QueueName, type QueuePayloads, type Stage, type StageJobData } from './contract.js';
 
 export type Queues = { readonly [K in QueueName]: Queue<QueuePayloads[K]> };
 
-/** One BullMQ queue per stage (plus e-mails), all under the deployment's Redis prefix. */
-export function createQueues(redis: Redis, prefix: string): Queues {
-  const make = <K extends QueueName>(name: K) =>
-    new Queue<QueuePayloads[K]>(name, { connection: redis, prefix, defaultJobOptions: DEFAULT_JOB_OPTIONS });
+/**
+ * One BullMQ queue per stage (plus e-mails), all under the deployment's Redis prefix. A queue
+ * re-emits its connection's errors as its own 'error' event, which would crash the process on any
+ * Redis blip without a listener: they are logged, and ioredis reconnects by itself.
+ */
+export function createQueues(redis: Redis, prefix: string, log: Logger): Queues {
+  const make = <K extends QueueName>(name: K) => {
+    const queue = new Queue<QueuePayloads[K]>(name, { connection: redis, prefix, defaultJobOptions: DEFAULT_JOB_OPTIONS });
+    queue.on('error', (err) => log.warn({ err, queue: name }, 'queue connection error'));
+    return queue;
+  };
   return Object.fromEntries(QUEUE_NAMES.map((n) => [n, make(n)])) as unknown as Queues;
 }
 
-export async function closeQueues(queues: Queues): Promise<void> {
-  await Promise.allSettled(Object.values(queues).map((q: Queue) => q.close()));
+/**
+ * Closes the queues. A queue still initialising (its first INFO in flight) must finish first: closing
+ * drops its error forwarding, and the INFO failing when the shared connection then quits would be an
+ * unhandled 'error' event (a BullMQ quirk with shared connections). The wait is bounded.
+ */
+export async function closeQueues(queues: Queues, initWaitMs = 2_000): Promise<void> {
+  const all = Object.values(queues) as Queue[];
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([
+    Promise.allSettled(all.map((q) => q.waitUntilReady())),
+    new Promise((resolve) => {
+      timer = setTimeout(resolve, initWaitMs);
+    }),
+  ]);
+  clearTimeout(timer);
+  await Promise.allSettled(all.map((q) => q.close()));
 }
 
 /** Enqueues stage jobs; deterministic ids make a repeat a no-op. */

@@ -184,7 +184,11 @@ export function createStageProcessor(ctx: StageProcessorContext, stage: Stage) {
     const data = job.data;
     const item = await loadItem(data);
     if (!item || item.round !== data.round) return 'skipped';
-    if (item.state === 'succeeded' || item.state === 'failed' || item.state === 'cancelled') return 'skipped';
+    if (item.state === 'succeeded' || item.state === 'failed' || item.state === 'cancelled') {
+      // The job that finished this item may have failed to close the batch: close it now if done.
+      await finishIfDone(db, data.batchId, deps.clock.now());
+      return 'skipped';
+    }
     if (item.cancel_requested_at) {
       await setItem(db, data, { state: 'cancelled' });
       await finishIfDone(db, data.batchId, deps.clock.now());

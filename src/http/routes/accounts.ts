@@ -5,6 +5,7 @@ import { AppError, badRequest } from '../../errors.js';
 import type { ListKind } from '../../imports/accounts/account.repository.js';
 import { processRequestSchema, type AccountService } from '../../imports/accounts/account.service.js';
 import { parseOrThrow } from '../../imports/shared/validation.js';
+import { storable } from '../json.js';
 import type { RouteDef } from '../route.js';
 
 const MAX_PAGE_SIZE = 1000;
@@ -145,7 +146,7 @@ function parsePaging(query: unknown): { pageSize: number; after: string | null }
 function decodeCursor(cursor: string): string {
   try {
     const v: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-    if (Array.isArray(v) && typeof v[0] === 'string') return v[0];
+    if (Array.isArray(v) && typeof v[0] === 'string' && storable(v[0])) return v[0];
   } catch {
     // fall through
   }

@@ -1,10 +1,10 @@
-import type { Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 import { stringify } from 'csv-stringify';
 import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { AppError, badRequest } from '../../errors.js';
 import { itemsQuerySchema, retryBodySchema, uploadQuerySchema } from '../../imports/batches/batch.schemas.js';
-import type { BatchService, ItemView } from '../../imports/batches/batch.service.js';
+import { UUID, type BatchService, type ItemView } from '../../imports/batches/batch.service.js';
 import { parseOrThrow } from '../../imports/shared/validation.js';
 import type { RouteDef } from '../route.js';
 
@@ -70,7 +70,10 @@ export function batchRoutes(batches: BatchService): RouteDef[] {
         if (key !== undefined && (typeof key !== 'string' || key.length === 0 || key.length > 255)) {
           throw badRequest('invalid_request', 'Idempotency-Key must be 1 to 255 characters.', 'Idempotency-Key');
         }
-        const result = await batches.upload(req.body as Readable, { ...q, idempotencyKey: key });
+        if (!(req.body instanceof Readable)) {
+          throw new AppError(415, 'unsupported_media_type', 'Send the cohort as application/x-ndjson: one account bundle per line.');
+        }
+        const result = await batches.upload(req.body, { ...q, idempotencyKey: key });
         reply.code(202);
         return { batch_id: result.batch_id, total_items: result.total_items };
       },
@@ -91,7 +94,7 @@ export function batchRoutes(batches: BatchService): RouteDef[] {
         if (q.cursor !== undefined) {
           const [at, id] = Buffer.from(q.cursor, 'base64url').toString('utf8').split('|');
           const date = new Date(at ?? '');
-          if (!id || Number.isNaN(date.getTime())) throw badRequest('invalid_request', 'The cursor is not one this service issued.', 'cursor');
+          if (!id || !UUID.test(id) || Number.isNaN(date.getTime())) throw badRequest('invalid_request', 'The cursor is not one this service issued.', 'cursor');
           before = { created_at: date, id };
         }
         const { batches: page, more } = await batches.list(q.import_supplier, before, pageSize);

@@ -4,6 +4,21 @@ import type { Deps } from '../../deps.js';
 import { AppError } from '../../errors.js';
 import type { RouteDef } from '../route.js';
 
+const READY_TIMEOUT_MS = 1_000;
+
+/** True when `work` succeeds within `ms`; false on failure or timeout. */
+async function within(ms: number, work: Promise<unknown>): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<boolean>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+  });
+  try {
+    return await Promise.race([work.then(() => true, () => false), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** Liveness and readiness for orchestrators; open, and reveal nothing but up or down. */
 export function systemRoutes(deps: Pick<Deps, 'db' | 'redis'>): RouteDef[] {
   return [
@@ -29,12 +44,20 @@ export function systemRoutes(deps: Pick<Deps, 'db' | 'redis'>): RouteDef[] {
         503: { description: 'A dependency is down.' },
       },
       handler: async () => {
+        // Bounded: commands on a disconnected Redis client wait for the reconnect, which could be forever.
         const [pgOk, redisOk] = await Promise.all([
-          sql`SELECT 1`.execute(deps.db).then(() => true, () => false),
-          deps.redis.ping().then(() => true, () => false),
+          within(READY_TIMEOUT_MS, sql`SELECT 1`.execute(deps.db)),
+          deps.redis.status === 'ready' ? within(READY_TIMEOUT_MS, deps.redis.ping()) : Promise.resolve(false),
         ]);
         if (!pgOk || !redisOk) {
-          throw new AppError(503, 'service_unavailable', `Not ready: ${[!pgOk && 'PostgreSQL', !redisOk && 'Redis'].filter(Boolean).join(' and ')} unreachable.`);
+          throw new AppError(
+            503,
+            'service_unavailable',
+            `Not ready: ${[!pgOk && 'PostgreSQL', !redisOk && 'Redis'].filter(Boolean).join(' and ')} unreachable.`,
+            [],
+            {},
+            { 'Retry-After': '5' },
+          );
         }
         return { status: 'ok', postgres: 'ok', redis: 'ok' };
       },

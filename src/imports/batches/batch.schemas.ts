@@ -27,7 +27,8 @@ export const uploadQuerySchema = z.strictObject({
 export const itemsQuerySchema = z.strictObject({
   state: z.enum(ITEM_STATE_FILTERS).optional(),
   page_size: z.string().regex(/^\d+$/).optional(),
-  cursor: z.string().regex(/^\d+$/).optional(),
+  // A line number: at most 2^31 - 1 (the column is an integer).
+  cursor: z.string().regex(/^\d{1,10}$/).refine((c) => Number(c) <= 2_147_483_647, 'cursor out of range').optional(),
 });
 
 export const retryBodySchema = z.strictObject({ external_account_numbers: z.array(z.string().min(1)).min(1).max(100_000).optional() });

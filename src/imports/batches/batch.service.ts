@@ -4,7 +4,7 @@ import { sql, type Kysely } from 'kysely';
 import { formatDatetime, type Clock } from '../../clock.js';
 import type { Database, ItemStage, ItemState } from '../../db/database.js';
 import { AppError, badRequest, notFound, type ErrorEnvelope } from '../../errors.js';
-import { parseJsonExact } from '../../http/json.js';
+import { parseJsonExact, printable, UnstorableString } from '../../http/json.js';
 import { STAGES, type Stage } from '../../queue/contract.js';
 import { enqueueStage, type Queues } from '../../queue/queues.js';
 import { findSupplierByCode } from '../suppliers/supplier.repository.js';
@@ -16,6 +16,7 @@ import { bundleSchema, type ItemStateFilter } from './batch.schemas.js';
 import { readLines } from './line-reader.js';
 
 const INSERT_CHUNK = 500;
+export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const ENQUEUE_PAGE = 1000;
 
 export interface UploadParams {
@@ -156,7 +157,7 @@ export function createBatchService(deps: BatchServiceDeps) {
   }
 
   async function mustFind(batchId: string): Promise<BatchRow> {
-    const batch = /^[0-9a-f-]{36}$/i.test(batchId) ? await findBatch(deps.db, batchId) : undefined;
+    const batch = UUID.test(batchId) ? await findBatch(deps.db, batchId) : undefined;
     if (!batch) throw notFound('batch_not_found', `Batch '${batchId}' does not exist.`);
     return batch;
   }
@@ -285,7 +286,10 @@ function itemFromLine(line: number, text: string | null, maxBytes: number): NewI
   try {
     json = parseJsonExact(text);
   } catch (err) {
-    return failed(envelope('invalid_json', `Line ${line} is not valid JSON: ${(err as Error).message}`));
+    return err instanceof UnstorableString
+      ? failed(envelope('invalid_characters', `Line ${line} has a string that cannot be stored: ${err.message}.`))
+      : // The parser's message may quote a NUL or half a surrogate pair, which PostgreSQL would refuse to store.
+        failed(envelope('invalid_json', `Line ${line} is not valid JSON: ${printable((err as Error).message)}`));
   }
   const parsed = bundleSchema.safeParse(json, { reportInput: true });
   const ext = (json as { account?: { external_account_number?: unknown } } | null)?.account?.external_account_number;

@@ -41,7 +41,9 @@ export async function* readLines(stream: Readable, maxBytes: number): AsyncGener
       const nl = buf.indexOf(0x0a);
       const piece = nl === -1 ? buf : buf.subarray(0, nl);
       if (!overflow) {
-        if (size + piece.length > maxBytes) {
+        // A line's CR (of CRLF) is not part of it: it may end exactly at the limit.
+        const ownBytes = nl !== -1 && piece.length > 0 && piece[piece.length - 1] === 0x0d ? piece.length - 1 : piece.length;
+        if (size + ownBytes > maxBytes) {
           overflow = true;
           parts = [];
           size = 0;

@@ -1,0 +1,374 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { createServer, type AddressInfo, type Server, type Socket } from 'node:net';
+import { connect } from 'node:net';
+import type { LightMyRequestResponse } from 'fastify';
+import type { Config } from '../../src/config.js';
+import { Redis } from 'ioredis';
+import { expect } from 'vitest';
+import { addDaysUtc } from '../../src/clock.js';
+import type { GeneratedAccount } from '../../src/cohort/generate.js';
+import { STAGES } from '../../src/queue/contract.js';
+import { pollUntil } from '../helpers/poll.js';
+import { accountHoldings, batchItems, countSql, type BatchStatusBody } from '../queue/helpers.js';
+import type { PipelineContext } from '../queue/setup.js';
+import type { WorkerProcess } from '../queue/worker-process.js';
+
+/**
+ * Shared by the fault-injection files: exact-outcome checks on an imported cohort, a status poll
+ * that tolerates (and records) 503s while a backing service is down, a redis-server of a test's
+ * own, a loopback TCP proxy that can cut PostgreSQL off, and Redis key counting by prefix.
+ */
+
+/** The batch status through the API, or the non-200 answer (kept so a test can assert it was a 503). */
+export async function statusOrError(ctx: PipelineContext, batchId: string): Promise<{ ok: true; status: BatchStatusBody } | { ok: false; res: LightMyRequestResponse }> {
+  const res = await ctx.app.inject({ method: 'GET', url: `/v1/data-import/batches/${batchId}/`, headers: ctx.auth });
+  return res.statusCode === 200 ? { ok: true, status: res.json() as BatchStatusBody } : { ok: false, res };
+}
+
+/**
+ * Polls the batch until `pred` holds. Non-200 answers (a backing service blipped) are recorded in
+ * `errors` and polled past, never mistaken for the batch's end.
+ */
+export async function pollStatus(
+  ctx: PipelineContext,
+  batchId: string,
+  pred: (s: BatchStatusBody) => boolean,
+  what: string,
+  opts: { timeoutMs?: number; errors?: LightMyRequestResponse[]; onSample?: (s: BatchStatusBody) => void | Promise<void> } = {},
+): Promise<BatchStatusBody> {
+  let last: BatchStatusBody | undefined;
+  try {
+    return await pollUntil(
+      async () => {
+        const r = await statusOrError(ctx, batchId);
+        if (!r.ok) {
+          opts.errors?.push(r.res);
+          return null;
+        }
+        last = r.status;
+        await opts.onSample?.(r.status);
+        return pred(r.status) ? r.status : null;
+      },
+      { timeoutMs: opts.timeoutMs ?? 60_000, intervalMs: 100, what },
+    );
+  } catch (err) {
+    // Say where the batch stood: slow and stuck look different.
+    const where = last ? { state: last.state, succeeded: last.succeeded, failed: last.failed, stages: last.stages } : 'no status answered';
+    throw new Error(`${(err as Error).message}; last status ${JSON.stringify(where)}`, { cause: err });
+  }
+}
+
+export const ended = (s: BatchStatusBody): boolean => s.state !== 'RUNNING' && s.state !== 'UPLOADING';
+
+/** The interface's error envelope exactly (detail, code, errors and nothing else), with this status and code. */
+export function expectEnvelope(res: LightMyRequestResponse, status: number, code: string): void {
+  expect(res.statusCode, res.body).toBe(status);
+  const body = res.json() as Record<string, unknown>;
+  expect(Object.keys(body).sort(), res.body).toEqual(['code', 'detail', 'errors']);
+  expect(body.code, res.body).toBe(code);
+  expect(typeof body.detail).toBe('string');
+  expect(Array.isArray(body.errors)).toBe(true);
+}
+
+export interface ImportFigures {
+  accounts: number;
+  distinctAccounts: number;
+  importProcesses: number;
+  importedNotes: number;
+  movedNotes: number;
+  transactions: number;
+  statements: number;
+  paymentInstructions: number;
+}
+
+/**
+ * Every account of `accounts` exists exactly once for `supplier`, with exactly its extras (no more,
+ * no fewer), and every item of the batch succeeded with that account's number. Returns the totals.
+ */
+export async function expectExactImport(ctx: PipelineContext, supplier: string, accounts: readonly GeneratedAccount[], batchId: string): Promise<ImportFigures> {
+  const holdings = await accountHoldings(ctx, supplier);
+  const items = await batchItems(ctx, batchId);
+  expect(items).toHaveLength(accounts.length);
+  const problems: string[] = [];
+  let movedNotes = 0;
+  for (const [i, a] of accounts.entries()) {
+    const ext = a.bundle.account.external_account_number as string;
+    const rows = holdings.get(ext) ?? [];
+    if (rows.length !== 1) {
+      problems.push(`${ext}: ${rows.length} accounts`);
+      continue;
+    }
+    const h = rows[0]!;
+    const openStart = addDaysUtc(a.bundle.account.last_statement_closing_date as string, 1);
+    const moved = (a.bundle.transactions ?? []).some((t) => (t.transaction_date as string) < openStart) ? 1 : 0;
+    movedNotes += moved;
+    const want = {
+      imported_notes: a.bundle.notes?.length ?? 0,
+      moved_notes: moved,
+      transactions: a.bundle.transactions?.length ?? 0,
+      statements: a.bundle.statements?.length ?? 0,
+      payment_instructions: a.bundle.payment_instruction ? 1 : 0,
+    };
+    const got = { imported_notes: h.imported_notes, moved_notes: h.moved_notes, transactions: h.transactions, statements: h.statements, payment_instructions: h.payment_instructions };
+    if (JSON.stringify(got) !== JSON.stringify(want)) problems.push(`${ext}: holds ${JSON.stringify(got)}, expected ${JSON.stringify(want)}`);
+    const item = items[i]!;
+    if (item.line !== i + 1 || item.state !== 'succeeded' || item.stage !== 'extras' || item.service_account_number !== h.number || item.error !== null) {
+      problems.push(`line ${i + 1}: item ${JSON.stringify(item)} (account ${h.number})`);
+    }
+  }
+  expect(problems).toEqual([]);
+  expect(holdings.size).toBe(accounts.length);
+
+  const where = 'JOIN import_suppliers s ON s.id = a.import_supplier_id WHERE s.code = $1';
+  const figures: ImportFigures = {
+    accounts: await countSql(ctx, `SELECT count(*) AS n FROM accounts a ${where}`, [supplier]),
+    distinctAccounts: await countSql(ctx, `SELECT count(DISTINCT a.external_account_number) AS n FROM accounts a ${where}`, [supplier]),
+    importProcesses: await countSql(ctx, `SELECT count(*) AS n FROM account_import_processes p JOIN import_suppliers s ON s.id = p.import_supplier_id WHERE s.code = $1`, [supplier]),
+    importedNotes: await countSql(ctx, `SELECT count(*) AS n FROM account_notes x JOIN accounts a ON a.id = x.account_id ${where} AND x.origin = 'IMPORTED'`, [supplier]),
+    movedNotes: await countSql(ctx, `SELECT count(*) AS n FROM account_notes x JOIN accounts a ON a.id = x.account_id ${where} AND x.origin = 'TRANSACTIONS_MOVED'`, [supplier]),
+    transactions: await countSql(ctx, `SELECT count(*) AS n FROM account_transactions x JOIN accounts a ON a.id = x.account_id ${where}`, [supplier]),
+    statements: await countSql(ctx, `SELECT count(*) AS n FROM historical_statements x JOIN accounts a ON a.id = x.account_id ${where}`, [supplier]),
+    paymentInstructions: await countSql(ctx, `SELECT count(*) AS n FROM payment_instructions x JOIN accounts a ON a.id = x.account_id ${where}`, [supplier]),
+  };
+  const sum = (f: (a: GeneratedAccount) => number) => accounts.reduce((n, a) => n + f(a), 0);
+  expect(figures).toEqual({
+    accounts: accounts.length,
+    distinctAccounts: accounts.length,
+    importProcesses: accounts.length,
+    importedNotes: sum((a) => a.bundle.notes?.length ?? 0),
+    movedNotes,
+    transactions: sum((a) => a.bundle.transactions?.length ?? 0),
+    statements: sum((a) => a.bundle.statements?.length ?? 0),
+    paymentInstructions: sum((a) => (a.bundle.payment_instruction ? 1 : 0)),
+  });
+  return figures;
+}
+
+/** Jobs of every stage queue of the context (waiting, active, delayed, prioritized, waiting-children). */
+export async function pendingJobs(ctx: PipelineContext): Promise<number> {
+  let n = 0;
+  for (const stage of STAGES) {
+    const c = await ctx.deps.queues[stage].getJobCounts('waiting', 'active', 'delayed', 'prioritized', 'waiting-children', 'paused');
+    n += Object.values(c).reduce((a, b) => a + b, 0);
+  }
+  return n;
+}
+
+/** Keys a deployment with `prefix` owns (queues, markers, and redis-semaphore's `semaphore:` keys). */
+export async function countPrefixKeys(redisUrl: string, prefix: string): Promise<number> {
+  const r = new Redis(redisUrl, { maxRetriesPerRequest: 1, lazyConnect: true });
+  await r.connect();
+  try {
+    let n = 0;
+    for (const pattern of [`${prefix}:*`, `semaphore:${prefix}:*`]) {
+      let cursor = '0';
+      do {
+        const [next, keys] = await r.scan(cursor, 'MATCH', pattern, 'COUNT', 500);
+        cursor = next;
+        n += keys.length;
+      } while (cursor !== '0');
+    }
+    return n;
+  } finally {
+    r.disconnect();
+  }
+}
+
+/**
+ * Deletes every key of the deployment (`prefix:*` and redis-semaphore's `semaphore:prefix:*`) in one
+ * Lua script, so no command runs in between: what a FLUSHDB or a restart without persistence does
+ * to this deployment, without touching the keys of the other test files sharing this Redis. (A plain
+ * SCAN + DEL under running workers is not atomic: a job written mid-scan can lose its list entry but
+ * keep its hash, a state no real flush produces.) Resolves to the number of keys deleted.
+ */
+export async function flushPrefixAtomically(redisUrl: string, prefix: string): Promise<number> {
+  const r = new Redis(redisUrl, { maxRetriesPerRequest: 1, lazyConnect: true });
+  await r.connect();
+  try {
+    const script = `
+      local n = 0
+      for _, pattern in ipairs(ARGV) do
+        local cursor = "0"
+        repeat
+          local page = redis.call("SCAN", cursor, "MATCH", pattern, "COUNT", 1000)
+          cursor = page[1]
+          for _, key in ipairs(page[2]) do
+            redis.call("DEL", key)
+            n = n + 1
+          end
+        until cursor == "0"
+      end
+      return n`;
+    return (await r.eval(script, 0, `${prefix}:*`, `semaphore:${prefix}:*`)) as number;
+  } finally {
+    r.disconnect();
+  }
+}
+
+/** A loopback port that was free a moment ago. */
+export async function freePort(): Promise<number> {
+  const srv = createServer();
+  srv.listen(0, '127.0.0.1');
+  await once(srv, 'listening');
+  const { port } = srv.address() as AddressInfo;
+  await new Promise<void>((resolve) => srv.close(() => resolve()));
+  return port;
+}
+
+/** A redis-server of the test's own on 127.0.0.1, append-only, restartable on the same port and directory. */
+export interface OwnRedis {
+  readonly port: number;
+  readonly url: string;
+  /** Graceful stop (SIGTERM: Redis writes the AOF and exits); resolves once the process has exited. */
+  stop(): Promise<void>;
+  /** Starts it again on the same port and directory; resolves once it accepts connections. */
+  start(): Promise<void>;
+  /** Hard stop for cleanup. */
+  kill(): Promise<void>;
+  output(): string;
+}
+
+export async function startOwnRedis(dir: string): Promise<OwnRedis> {
+  const port = await freePort();
+  let child: ChildProcess | undefined;
+  let out = '';
+  const args = ['--port', String(port), '--bind', '127.0.0.1', '--appendonly', 'yes', '--dir', dir, '--save', '', '--daemonize', 'no'];
+  const running = () => child !== undefined && child.exitCode === null && child.signalCode === null;
+  const self: OwnRedis = {
+    port,
+    url: `redis://127.0.0.1:${port}`,
+    async start() {
+      if (running()) throw new Error('redis-server already running');
+      const c = spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'pipe'] });
+      child = c;
+      const mark = out.length;
+      c.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+      c.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+      await pollUntil(async () => out.slice(mark).includes('Ready to accept connections') || c.exitCode !== null, { timeoutMs: 15_000, what: 'redis-server to accept connections' });
+      if (c.exitCode !== null) throw new Error(`redis-server exited at start-up: ${out.slice(mark)}`);
+    },
+    async stop() {
+      if (!running()) return;
+      const c = child!;
+      const exited = once(c, 'exit');
+      c.kill('SIGTERM');
+      await Promise.race([exited, new Promise((_, reject) => setTimeout(() => reject(new Error('redis-server did not stop within 10 s')), 10_000).unref())]);
+    },
+    async kill() {
+      if (!running()) return;
+      const c = child!;
+      const exited = once(c, 'exit');
+      c.kill('SIGKILL');
+      await exited;
+    },
+    output: () => out,
+  };
+  await self.start();
+  return self;
+}
+
+/**
+ * A TCP proxy on 127.0.0.1 to a loopback port. `cut()` stops listening and destroys every open
+ * connection (the service sees resets, then ECONNREFUSED: the database is unreachable);
+ * `restore()` listens again on the same port.
+ */
+export interface TcpProxy {
+  readonly port: number;
+  cut(): Promise<void>;
+  restore(): Promise<void>;
+  /** Connections proxied so far. */
+  readonly connections: number;
+  close(): Promise<void>;
+}
+
+export async function startTcpProxy(targetPort: number): Promise<TcpProxy> {
+  const sockets = new Set<Socket>();
+  let connections = 0;
+  let server: Server | undefined;
+  let port = 0;
+  const listen = async () => {
+    const s = createServer((client) => {
+      connections += 1;
+      const upstream = connect(targetPort, '127.0.0.1');
+      sockets.add(client);
+      sockets.add(upstream);
+      const drop = () => {
+        client.destroy();
+        upstream.destroy();
+        sockets.delete(client);
+        sockets.delete(upstream);
+      };
+      client.on('error', drop).on('close', drop);
+      upstream.on('error', drop).on('close', drop);
+      client.pipe(upstream);
+      upstream.pipe(client);
+    });
+    s.listen(port, '127.0.0.1');
+    await once(s, 'listening');
+    port = (s.address() as AddressInfo).port;
+    server = s;
+  };
+  const cut = async () => {
+    const s = server;
+    server = undefined;
+    if (!s) return;
+    const closed = new Promise<void>((resolve) => s.close(() => resolve()));
+    for (const sock of sockets) sock.destroy();
+    sockets.clear();
+    await closed;
+  };
+  await listen();
+  return {
+    get port() {
+      return port;
+    },
+    get connections() {
+      return connections;
+    },
+    cut,
+    async restore() {
+      if (!server) await listen();
+    },
+    close: cut,
+  };
+}
+
+/**
+ * A real worker process (workers/all.ts), as test/queue/worker-process.ts spawns it, but pushed to
+ * `registry` before start-up is awaited: a worker that fails to start is still killed by the
+ * caller's afterAll instead of outliving the test.
+ */
+export async function spawnTrackedWorker(config: Config, env: Record<string, string>, registry: WorkerProcess[]): Promise<WorkerProcess> {
+  let output = '';
+  const child = spawn(process.execPath, ['--import', 'tsx', 'workers/all.ts'], {
+    env: {
+      ...process.env,
+      NODE_ENV: 'test',
+      DATABASE_URL: config.databaseUrl,
+      REDIS_URL: config.redisUrl,
+      REDIS_PREFIX: config.redisPrefix,
+      TOKEN_SECRET: config.tokenSecret,
+      ...env,
+      // The start-up line below is logged at info.
+      LOG_LEVEL: 'info',
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
+  const worker: WorkerProcess = {
+    child,
+    output: () => output,
+    async kill(signal) {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const exited = once(child, 'exit');
+      child.kill(signal);
+      await exited;
+    },
+  };
+  registry.push(worker);
+  await pollUntil(async () => output.includes('workers started') || child.exitCode !== null, { timeoutMs: 60_000, what: 'the worker to start' });
+  if (child.exitCode !== null) throw new Error(`worker exited at start-up: ${output}`);
+  return worker;
+}
