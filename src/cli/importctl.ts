@@ -13,12 +13,15 @@ import { markToSkip } from '../imports/accounts/account.repository.js';
 import { findSupplierByCode } from '../imports/suppliers/supplier.repository.js';
 import { createSupplier, listSuppliers, parseSupplierStatus, setSupplierStatus } from '../imports/suppliers/supplier.service.js';
 import { createTeam, listTeams } from '../imports/teams/team.service.js';
+import { registerCohortCommands } from './cohort-commands.js';
 
 /** Where the CLI writes; tests pass their own so that main() runs without touching the process. */
 export interface CliIo {
   out(text: string): void;
   err(text: string): void;
   env: NodeJS.ProcessEnv;
+  /** The process's own streams when running as the program: for backpressure and terminal progress bars. */
+  streams?: { stdout: NodeJS.WriteStream; stderr: NodeJS.WriteStream };
 }
 
 export const EXIT_OK = 0;
@@ -69,7 +72,8 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
 
   // Each action only records what to run: configuration and the database are opened after parsing,
   // so `--help` and usage errors work even with a broken environment.
-  let job: ((config: Config) => Promise<void>) | undefined;
+  // A job may resolve to its own exit status (cohort upload's 2 and 130); otherwise success is 0.
+  let job: ((config: Config) => Promise<void | number>) | undefined;
   const withDb = (work: (db: Db) => Promise<void>) => {
     job = async (config) => {
       // One connection is all a CLI command needs; destroy() ends the pool so the process can exit.
@@ -211,6 +215,10 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
       }),
     );
 
+  registerCohortCommands(program, io, (j) => {
+    job = j;
+  });
+
   try {
     await program.parseAsync(argv, { from: 'user' });
   } catch (err) {
@@ -238,8 +246,7 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
   }
 
   try {
-    await job(config);
-    return EXIT_OK;
+    return (await job(config)) ?? EXIT_OK;
   } catch (err) {
     if (err instanceof UsageError) {
       fail(err.message);
@@ -309,10 +316,18 @@ function isEntryPoint(): boolean {
 }
 
 if (isEntryPoint()) {
+  // The reader went away (`importctl supplier list | head -1`): nothing more to say, not a crash.
+  for (const stream of [process.stdout, process.stderr]) {
+    stream.on('error', (err: NodeJS.ErrnoException) => {
+      if (err.code === 'EPIPE') process.exit(process.exitCode ?? EXIT_OK);
+      throw err;
+    });
+  }
   main(process.argv.slice(2), {
     out: (s) => process.stdout.write(s),
     err: (s) => process.stderr.write(s),
     env: process.env,
+    streams: { stdout: process.stdout, stderr: process.stderr },
   }).then(
     (code) => {
       // exitCode rather than exit(): pending stdout is flushed, and a handle left open would show up as a hang.
