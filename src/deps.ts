@@ -69,7 +69,7 @@ export function createDeps(config: Config, overrides: DepsOverrides = {}): Deps 
     ...(overrides.vendorBackoffMs ? { minBackoffMs: overrides.vendorBackoffMs.min, maxBackoffMs: overrides.vendorBackoffMs.max } : {}),
   });
 
-  const queues = createQueues(redis, config.redisPrefix);
+  const queues = createQueues(redis, config.redisPrefix, log);
 
   let closing: Promise<void> | undefined;
   const close = () => {
