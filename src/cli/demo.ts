@@ -1,12 +1,17 @@
 #!/usr/bin/env node
 /**
- * `npm run demo`: a sample migration end to end on a fresh clone. Migrates the database, sets up
- * a demo supplier, team and API key, starts the service in-process on a free loopback port with a
- * sandbox payment vendor, then drives a few generated accounts through the REST interface exactly
- * as a supplier's script would (token → validate → stage → process → notes → transactions →
- * statements → payment instruction → status). Exits 0 when every account migrated.
+ * `npm run demo`: the product's main job, end to end, on a fresh clone with PostgreSQL and Redis.
+ * Migrates the database, creates a demo supplier, team and API key, starts the service (API and
+ * workers) in-process unless one already answers on PORT, generates a cohort with every kind of
+ * extra (documents written to the document store, payment instructions against a sandbox vendor
+ * it starts on 127.0.0.1), uploads it with `importctl cohort upload` (progress bars per stage),
+ * prints the summary, and exits 0 when every account migrated, stopping whatever it started.
  */
-import { randomBytes } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { finished } from 'node:stream/promises';
 import { createApiKey, revokeApiKey } from '../auth/api-keys.js';
 import { utcDate } from '../clock.js';
 import { generateCohort } from '../cohort/generate.js';
@@ -15,95 +20,90 @@ import { ensureDatabase, migrate } from '../db/migrator.js';
 import { createDeps } from '../deps.js';
 import { resolveDocumentKey } from '../documents/document-store.js';
 import { buildApp } from '../http/app.js';
-import { createLogger } from '../log.js';
 import { findSupplierByCode } from '../imports/suppliers/supplier.repository.js';
 import { createSupplier } from '../imports/suppliers/supplier.service.js';
 import { findTeamByName } from '../imports/teams/team.repository.js';
 import { createTeam } from '../imports/teams/team.service.js';
+import { createLogger } from '../log.js';
+import { QUEUE_NAMES } from '../queue/contract.js';
+import { startWorkers } from '../queue/workers.js';
 import { startSandboxVendor } from '../vendors/sandbox-vendor.js';
+import { main as importctl } from './importctl.js';
 
 const SUPPLIER = 'DEMO';
 const TEAM = 'Demo Migrations';
-const ACCOUNTS = Number(process.env.DEMO_ACCOUNTS ?? 5);
+const DOCUMENTS_ROOT = 'demo';
+const ACCOUNTS = Number(process.env.DEMO_ACCOUNTS ?? 1000);
+/** A fixed port, so a service you started yourself can be pointed at the same sandbox vendor. */
+const VENDOR_PORT = Number(process.env.DEMO_VENDOR_PORT ?? 4010);
+
+async function answers(url: string): Promise<boolean> {
+  try {
+    return (await fetch(url, { signal: AbortSignal.timeout(1_000) })).ok;
+  } catch {
+    return false;
+  }
+}
 
 async function main(): Promise<number> {
-  const vendor = await startSandboxVendor();
-  const config = loadConfig({
-    ...process.env,
-    PAYMENT_VENDORS: JSON.stringify({ sandbox: { base_url: vendor.baseUrl, api_key: vendor.apiKey } }),
-    LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn',
-  });
-  await ensureDatabase(config.databaseUrl);
-  const { applied } = await migrate(config.databaseUrl);
-  console.log(`database ready (${applied.length} migration(s) applied)`);
-
-  const deps = createDeps(config, { log: createLogger(config.logLevel) });
-  const { app } = await buildApp(deps);
+  const vendor = await startSandboxVendor({ port: VENDOR_PORT }).catch(() => startSandboxVendor());
+  const vendorsJson = JSON.stringify({ sandbox: { base_url: vendor.baseUrl, api_key: vendor.apiKey } });
+  const config = loadConfig({ ...process.env, PAYMENT_VENDORS: process.env.PAYMENT_VENDORS ?? vendorsJson, LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn' });
+  const stops: Array<() => Promise<unknown>> = [() => vendor.close()];
+  const work = await mkdtemp(path.join(tmpdir(), 'di-demo-'));
+  stops.push(() => rm(work, { recursive: true, force: true }));
   try {
-    if (!(await findSupplierByCode(deps.db, SUPPLIER))) await createSupplier(deps.db, { code: SUPPLIER, name: 'Demo Energy', documentsRoot: 'demo' });
+    await ensureDatabase(config.databaseUrl);
+    const { applied } = await migrate(config.databaseUrl);
+    console.log(`database ready (${applied.length} migration(s) applied)`);
+
+    const deps = createDeps(config, { log: createLogger(config.logLevel) });
+    stops.unshift(() => deps.close());
+    if (!(await findSupplierByCode(deps.db, SUPPLIER))) await createSupplier(deps.db, { code: SUPPLIER, name: 'Demo Energy', documentsRoot: DOCUMENTS_ROOT });
     if (!(await findTeamByName(deps.db, TEAM))) await createTeam(deps.db, TEAM);
     await revokeApiKey(deps.db, 'demo', new Date());
     const key = await createApiKey(deps.db, 'demo');
-    const base = await app.listen({ host: '127.0.0.1', port: 0 });
-    console.log(`service listening on ${base}; sandbox payment vendor on ${vendor.baseUrl}`);
 
-    const call = async (method: 'GET' | 'POST', path: string, body?: unknown, token?: string) => {
-      const res = await fetch(`${base}${path}`, {
-        method,
-        headers: { 'content-type': 'application/json', ...(token ? { authorization: `Token ${token}` } : {}) },
-        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-      });
-      return { status: res.status, body: (await res.json()) as Record<string, unknown> };
-    };
-    const tokenRes = await call('POST', '/v1/graphql/', {
-      query: 'mutation ObtainToken($input: ObtainJSONWebTokenInput!) { obtainKrakenToken(input: $input) { token } }',
-      variables: { input: { APIKey: key.key } },
-    });
-    const token = ((tokenRes.body.data as { obtainKrakenToken: { token: string } }).obtainKrakenToken).token;
+    let base = `http://127.0.0.1:${config.port}`;
+    if (await answers(`${base}/healthz`)) {
+      console.log(`using the service already running on ${base} (its workers do the work)`);
+      console.log(`  its payment instructions need PAYMENT_VENDORS='${vendorsJson}'`);
+    } else {
+      const { app, services, metrics } = await buildApp(deps);
+      base = await app.listen({ host: '127.0.0.1', port: config.port });
+      const workers = startWorkers(deps, services, { queues: QUEUE_NAMES, observe: (q, o, s) => metrics.observeJob(q, o, s) });
+      stops.unshift(() => app.close(), () => workers.close(5_000));
+      console.log(`service (API and workers) started in-process on ${base}; sandbox payment vendor on ${vendor.baseUrl}`);
+    }
 
-    const prefix = `DEMO-${new Date().toISOString().replace(/\D/g, '').slice(0, 14)}-${randomBytes(2).toString('hex')}`;
-    const cohort = generateCohort({ count: ACCOUNTS, supplier: SUPPLIER, prefix, seed: Date.now() % 100_000, vendor: 'sandbox', today: utcDate(new Date()) });
-    let migrated = 0;
-    for (const { bundle, documents } of cohort) {
+    // The cohort file, with its statements' PDFs written where the service looks for them.
+    const file = path.join(work, 'cohort.ndjson');
+    const out = createWriteStream(file);
+    const prefix = `DEMO-${new Date().toISOString().replace(/\D/g, '').slice(0, 14)}`;
+    for (const { bundle, documents } of generateCohort({ count: ACCOUNTS, supplier: SUPPLIER, prefix, seed: Date.now() % 1_000_000, vendor: 'sandbox', today: utcDate(new Date()) })) {
       for (const d of documents) {
-        const resolved = resolveDocumentKey('demo', d.path);
+        const resolved = resolveDocumentKey(DOCUMENTS_ROOT, d.path);
         if (resolved.ok) await deps.documents.put(resolved.key, d.body);
       }
-      const ext = String(bundle.account.external_account_number);
-      const pair = { import_supplier: SUPPLIER, external_account_number: ext };
-      const steps: Array<[string, () => Promise<{ status: number; body: Record<string, unknown> }>, number[]]> = [
-        ['validate', () => call('POST', '/v1/data-import/validate-account/', bundle.account, token), [200]],
-        ['stage', () => call('POST', '/v1/data-import/account-import-process/create-or-update/', bundle.account, token), [201]],
-        ['process', () => call('POST', '/v1/data-import/account-import-process/process/', { external_account_number: ext, import_supplier_code: SUPPLIER, operations_team_name: TEAM }, token), [201]],
-        ['notes', () => call('POST', '/v1/data-import/notes/create/', { ...pair, notes: bundle.notes }, token), [201]],
-        ['transactions', () => call('POST', '/v1/data-import/transactions/create/', { ...pair, transactions: bundle.transactions }, token), [201]],
-        ['statements', () => call('POST', '/v1/data-import/historical-statements/create/', { ...pair, statements: bundle.statements }, token), [201]],
-        ['payment instruction', () => call('POST', '/v1/data-import/payment-instruction/create/', { ...pair, ...bundle.payment_instruction }, token), [201]],
-        ['status', () => call('GET', `/v1/data-import/account-transfer-status/${SUPPLIER}/${encodeURIComponent(ext)}/`, undefined, token), [200]],
-      ];
-      let failed: string | null = null;
-      let number = '';
-      for (const [name, run, ok] of steps) {
-        const res = await run();
-        if (!ok.includes(res.status)) {
-          failed = `${name} answered ${res.status}: ${JSON.stringify(res.body)}`;
-          break;
-        }
-        if (name === 'process') number = String(res.body.service_account_number);
-      }
-      if (failed) console.log(`✗ ${ext}: ${failed}`);
-      else {
-        migrated++;
-        console.log(`✓ ${ext} → ${number} (3 notes, 10 transactions, 2 statements, 1 payment instruction)`);
-      }
+      if (!out.write(`${JSON.stringify(bundle)}\n`)) await new Promise<void>((resolve) => out.once('drain', () => resolve()));
     }
-    console.log(`\n${migrated} of ${ACCOUNTS} accounts migrated with their history.`);
-    console.log(`Try it yourself: key for ${SUPPLIER}: ${key.key}`);
-    return migrated === ACCOUNTS ? 0 : 1;
+    out.end();
+    await finished(out);
+    console.log(`generated ${ACCOUNTS} accounts (3 notes, 10 transactions, 2 PDF statements and a payment instruction each)`);
+
+    const code = await importctl(['cohort', 'upload', file, '--supplier', SUPPLIER, '--team', TEAM, '--url', base, '--api-key', key.key], {
+      out: (s) => process.stdout.write(s),
+      err: (s) => process.stderr.write(s),
+      env: process.env,
+      streams: { stdout: process.stdout, stderr: process.stderr },
+    });
+    console.log('');
+    console.log('Watch migrations on the dashboard: OPERATOR_USER=ops OPERATOR_PASSWORD=<12+ characters> npm start,');
+    console.log(`then open ${base}/admin/queues (metrics at ${base}/metrics).`);
+    console.log(`This run's API key for ${SUPPLIER} (importctl batch … --api-key): ${key.key}`);
+    return code;
   } finally {
-    await app.close();
-    await deps.close();
-    await vendor.close();
+    for (const stop of stops) await stop().catch(() => undefined);
   }
 }
 
