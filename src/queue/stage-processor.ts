@@ -1,8 +1,8 @@
 import { randomInt } from 'node:crypto';
 import { DelayedError, UnrecoverableError, type Job } from 'bullmq';
-import { sql } from 'kysely';
+import { sql, type ExpressionBuilder } from 'kysely';
 import type { Deps } from '../deps.js';
-import type { Executor, ItemStage, ItemState } from '../db/database.js';
+import type { Database, Executor, ItemStage, ItemState } from '../db/database.js';
 import { AppError, type ErrorEnvelope } from '../errors.js';
 import { toAppError } from '../http/app-errors.js';
 import { finishIfDone } from '../imports/batches/batch.repository.js';
@@ -86,6 +86,57 @@ export function createStageProcessor(ctx: StageProcessorContext, stage: Stage) {
       ])
       .where('i.batch_id', '=', data.batchId)
       .where('i.line', '=', data.line)
+      .executeTakeFirst();
+
+  /**
+   * The items this queue may work on: open, this round, at a stage this queue runs (dry runs do
+   * stage, process and extras together in the process queue), in a batch not being cancelled.
+   */
+  const claimable = (data: StageJobData) => {
+    const stageMatch = (eb: ExpressionBuilder<Database & { i: Database['batch_items']; b: Database['batches'] }, 'i' | 'b'>) => {
+      if (stage === 'validate') return eb('i.stage', '=', 'validate');
+      if (stage === 'process') {
+        return eb.or([
+          eb.and([eb('b.dry_run', '=', false), eb('i.stage', '=', 'process')]),
+          eb.and([eb('b.dry_run', '=', true), eb('i.stage', 'in', ['stage', 'process', 'extras'])]),
+        ]);
+      }
+      return eb.and([eb('b.dry_run', '=', false), eb('i.stage', '=', stage)]);
+    };
+    return db
+      .updateTable('batch_items as i')
+      .from('batches as b')
+      .whereRef('b.id', '=', 'i.batch_id')
+      .where('i.batch_id', '=', data.batchId)
+      .where('i.line', '=', data.line)
+      .where('i.round', '=', data.round)
+      .where('i.state', 'in', ['waiting', 'delayed', 'active'])
+      .where('b.cancel_requested_at', 'is', null)
+      .where(stageMatch);
+  };
+
+  /**
+   * The common path in one statement: marks the item active and returns what the step needs.
+   * Undefined when this job may not run it (moved on, finished, cancelled): see settleUnclaimed.
+   */
+  const claimItem = (data: StageJobData, attempt: number): Promise<ItemRow | undefined> =>
+    claimable(data)
+      .innerJoin('import_suppliers as s', 's.id', 'b.import_supplier_id')
+      .innerJoin('operations_teams as t', 't.id', 'b.operations_team_id')
+      .set({ state: 'active', attempts: attempt, updated_at: sql`now()` })
+      .returning([
+        'i.line',
+        'i.round',
+        'i.stage',
+        'i.state',
+        'i.bundle',
+        'i.external_account_number',
+        'i.service_account_number',
+        'b.dry_run',
+        'b.cancel_requested_at',
+        's.code as supplier_code',
+        't.name as team_name',
+      ])
       .executeTakeFirst();
 
   const setItem = (ex: Executor, data: StageJobData, values: Record<string, unknown>) =>
@@ -179,9 +230,8 @@ export function createStageProcessor(ctx: StageProcessorContext, stage: Stage) {
     }
   }
 
-  return async (job: Job<StageJobData>, token?: string): Promise<StageOutcome> => {
-    const started = performance.now();
-    const data = job.data;
+  /** A job that could not claim its item: find out why and leave the item and its batch right. */
+  async function settleUnclaimed(data: StageJobData): Promise<StageOutcome> {
     const item = await loadItem(data);
     if (!item || item.round !== data.round) return 'skipped';
     if (item.state === 'succeeded' || item.state === 'failed' || item.state === 'cancelled') {
@@ -195,32 +245,29 @@ export function createStageProcessor(ctx: StageProcessorContext, stage: Stage) {
       return 'cancelled';
     }
     const itemQueue = queueForStage(item.stage, item.dry_run);
-    if (itemQueue !== stage) {
-      // A repeat of a job whose item has moved on (the worker died after advancing it): make sure
-      // the item's current job exists, which also repairs a crash between advancing and enqueueing.
-      await enqueueStage(deps.queues, itemQueue, [data]);
-      return 'skipped';
-    }
+    // A repeat of a job whose item has moved on (the worker died after advancing it): make sure
+    // the item's current job exists, which also repairs a crash between advancing and enqueueing.
+    if (itemQueue !== stage) await enqueueStage(deps.queues, itemQueue, [data]);
+    return 'skipped';
+  }
 
+  return async (job: Job<StageJobData>, token?: string): Promise<StageOutcome> => {
+    const started = performance.now();
+    const data = job.data;
     const permit = stage === 'process' ? await deps.permits.tryAcquire() : null;
     if (stage === 'process' && !permit) {
-      // No permit: wait without spending an attempt.
-      await setItem(db, data, { state: 'delayed' });
+      // No permit: wait without spending an attempt (only if the item is this job's to run).
+      const marked = await claimable(data).set({ state: 'delayed', updated_at: sql`now()` }).executeTakeFirst();
+      if (Number(marked.numUpdatedRows) === 0) return settleUnclaimed(data);
       await job.moveToDelayed(Date.now() + randomInt(PERMIT_RETRY_DELAY_MS.min, PERMIT_RETRY_DELAY_MS.max), token);
       ctx.observe?.(stage, 'delayed', (performance.now() - started) / 1000);
       throw new DelayedError();
     }
+    let item: ItemRow | undefined;
     try {
-      // Conditional: a cancel that reached the item after we loaded it wins, and nothing runs.
-      const claimed = await db
-        .updateTable('batch_items')
-        .set({ state: 'active', attempts: job.attemptsMade + 1, updated_at: sql`now()` })
-        .where('batch_id', '=', data.batchId)
-        .where('line', '=', data.line)
-        .where('round', '=', data.round)
-        .where('state', 'in', ['waiting', 'delayed', 'active'])
-        .executeTakeFirst();
-      if (Number(claimed.numUpdatedRows) === 0) return 'skipped';
+      // Conditional: a cancel that reached the item before this wins, and nothing runs.
+      item = await claimItem(data, job.attemptsMade + 1);
+      if (!item) return await settleUnclaimed(data);
       const number = await runStep(item);
       const next = item.dry_run ? (stage === 'validate' ? 'process' : null) : nextStage(stage);
       const accountNumber = number ?? item.service_account_number;
@@ -255,7 +302,7 @@ export function createStageProcessor(ctx: StageProcessorContext, stage: Stage) {
       }
       const lastAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
       if (lastAttempt) {
-        await fail(data, item.stage, toAppError(err).body() as ErrorEnvelope);
+        await fail(data, item?.stage ?? stage, toAppError(err).body() as ErrorEnvelope);
       } else {
         await setItem(db, data, { state: 'waiting' }).catch(() => undefined);
       }
