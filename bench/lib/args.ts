@@ -1,0 +1,101 @@
+/** Command-line options of `npm run bench -- …`. */
+
+export const SCENARIOS = ['cohort', 'ceiling', 'peer', 'http', 'upload'] as const;
+export type Scenario = (typeof SCENARIOS)[number];
+
+export interface BenchOptions {
+  smoke: boolean;
+  only: ReadonlySet<Scenario>;
+  accounts: number;
+  peerAccounts: number;
+  peerClients: number;
+  uploadLines: number;
+  httpSeconds: number;
+  httpConnections: number;
+  /** Seconds of unmeasured load before each autocannon measurement. */
+  httpWarmupSeconds: number;
+  ceilingConcurrency: number;
+  keep: boolean;
+  build: boolean;
+  /** Run the service processes with --cpu-prof (profiles kept in bench/results/profiles-<date>/). */
+  profile: boolean;
+  /** Where the JSON goes; default bench/results/<YYYY-MM-DDTHH-MM>[-smoke].json. */
+  out: string | undefined;
+}
+
+export const USAGE = `usage: npm run bench -- [options]
+
+  --smoke                 small sizes (300 accounts, 60 peer accounts, http 2 s x 10 connections,
+                          5,000 upload lines); exit 1 unless every count is exact
+  --only LIST             comma-separated subset of: ${SCENARIOS.join(', ')}
+  --accounts N            cohort size (default 20000)
+  --peer-accounts N       REST peer cohort size (default 2000)
+  --peer-clients N        concurrent REST clients (default 8)
+  --upload-lines N        lines in the upload scenario (default 100000)
+  --http-seconds S        autocannon duration per route (default 10)
+  --http-connections N    autocannon connections (default 50)
+  --ceiling-concurrency N concurrent loops (and pool size) of the ceiling (default 16)
+  --keep                  keep the bench databases (names are printed) instead of dropping them
+  --no-build              use dist/ as it is instead of running npm run build first
+  --profile               run the API and workers with --cpu-prof; profiles are kept in
+                          bench/results/profiles-<date>/ (figures are then a little lower)
+  --out FILE              write the JSON there instead of bench/results/<date>.json
+  --help`;
+
+export class UsageError extends Error {}
+
+export function parseArgs(argv: readonly string[]): BenchOptions | 'help' {
+  const flags = new Map<string, string | true>();
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (!arg.startsWith('--')) throw new UsageError(`unexpected argument '${arg}'`);
+    const eq = arg.indexOf('=');
+    const name = eq === -1 ? arg.slice(2) : arg.slice(2, eq);
+    if (!BOOLEAN_FLAGS.has(name) && !VALUE_FLAGS.has(name)) throw new UsageError(`unknown option --${name}`);
+    if (eq !== -1) flags.set(name, arg.slice(eq + 1));
+    else if (BOOLEAN_FLAGS.has(name)) flags.set(name, true);
+    else {
+      const value = argv[++i];
+      if (value === undefined) throw new UsageError(`--${name} needs a value`);
+      flags.set(name, value);
+    }
+  }
+  if (flags.has('help')) return 'help';
+
+  const smoke = flags.get('smoke') === true;
+  const int = (name: string, fallback: number, min = 1): number => {
+    const raw = flags.get(name);
+    if (raw === undefined) return fallback;
+    if (raw === true || !/^\d+$/.test(raw) || Number(raw) < min) throw new UsageError(`--${name} must be a whole number of at least ${min}`);
+    return Number(raw);
+  };
+  let only: Set<Scenario> = new Set(SCENARIOS);
+  const onlyRaw = flags.get('only');
+  if (onlyRaw !== undefined) {
+    if (onlyRaw === true) throw new UsageError('--only needs a list');
+    const names = onlyRaw.split(',').map((s) => s.trim()).filter(Boolean);
+    const unknown = names.filter((n) => !(SCENARIOS as readonly string[]).includes(n));
+    if (unknown.length > 0 || names.length === 0) throw new UsageError(`--only takes ${SCENARIOS.join(', ')}; got '${onlyRaw}'`);
+    only = new Set(names as Scenario[]);
+  }
+  const out = flags.get('out');
+  return {
+    smoke,
+    only,
+    accounts: int('accounts', smoke ? 300 : 20_000),
+    peerAccounts: int('peer-accounts', smoke ? 60 : 2_000),
+    peerClients: int('peer-clients', 8),
+    uploadLines: int('upload-lines', smoke ? 5_000 : 100_000),
+    httpSeconds: int('http-seconds', smoke ? 2 : 10),
+    httpConnections: int('http-connections', smoke ? 10 : 50),
+    httpWarmupSeconds: smoke ? 1 : 2,
+    ceilingConcurrency: int('ceiling-concurrency', 16),
+    keep: flags.get('keep') === true,
+    build: flags.get('no-build') !== true,
+    profile: flags.get('profile') === true,
+    out: typeof out === 'string' ? out : undefined,
+  };
+}
+
+const BOOLEAN_FLAGS = new Set(['smoke', 'keep', 'no-build', 'profile', 'help']);
+const VALUE_FLAGS = new Set(['only', 'accounts', 'peer-accounts', 'peer-clients', 'upload-lines', 'http-seconds', 'http-connections', 'ceiling-concurrency', 'out']);

@@ -1,0 +1,196 @@
+import { STAGES } from '../../src/queue/contract.js';
+import type { CeilingResult } from './ceiling.js';
+import { CPU_NAMES, type CpuSeconds } from './meter.js';
+import { PEER_STEPS, type PeerResult } from './peer.js';
+import type { HttpResult } from './http-load.js';
+import type { CohortResult } from './pipeline.js';
+import { fmt, ms, round, table } from './stats.js';
+import type { UploadResult } from './upload.js';
+import type { PerUnit } from './pgstats.js';
+
+export interface Machine {
+  cpu: string;
+  cores: number;
+  memory_gib: number;
+  os: string;
+  node: string;
+  postgres: string;
+  postgres_settings: Record<string, string>;
+  redis: string;
+  load_average_at_start: number[];
+}
+
+export type Outcome<T> = { ok: true; result: T } | { ok: false; error: string };
+
+export interface Results {
+  cohort?: Outcome<CohortResult>;
+  ceiling?: Outcome<CeilingResult>;
+  peer?: Outcome<PeerResult>;
+  http?: Outcome<HttpResult>;
+  upload?: Outcome<UploadResult>;
+}
+
+export interface Ratios {
+  pipeline_over_ceiling: number | null;
+  batch_over_rest: number | null;
+  validate_over_bare: number | null;
+  validate_p99_ms: number | null;
+  upload_rss_growth_mb: number | null;
+}
+
+const ok = <T>(o: Outcome<T> | undefined): T | undefined => (o?.ok ? o.result : undefined);
+const ratio = (a: number | undefined, b: number | undefined): number | null => (a !== undefined && b !== undefined && b > 0 ? round(a / b, 3) : null);
+
+export function ratiosOf(r: Results): Ratios {
+  const cohort = ok(r.cohort);
+  const http = ok(r.http);
+  return {
+    pipeline_over_ceiling: ratio(cohort?.accounts_per_s, ok(r.ceiling)?.accounts_per_s),
+    batch_over_rest: ratio(cohort?.accounts_per_s, ok(r.peer)?.accounts_per_s),
+    validate_over_bare: ratio(http?.validate.requests_per_s, http?.bare.requests_per_s),
+    validate_p99_ms: http ? http.validate.p99_ms : null,
+    upload_rss_growth_mb: ok(r.upload)?.rss_growth_mb ?? null,
+  };
+}
+
+export interface Target {
+  name: string;
+  want: string;
+  value: number | null;
+  met: boolean | null;
+}
+
+export function targetsOf(q: Ratios): Target[] {
+  const t = (name: string, want: string, value: number | null, test: (v: number) => boolean): Target => ({ name, want, value, met: value === null ? null : test(value) });
+  return [
+    t('pipeline / ceiling', '>= 0.30', q.pipeline_over_ceiling, (v) => v >= 0.3),
+    t('batch / REST', '>= 2.0', q.batch_over_rest, (v) => v >= 2),
+    t('validate / bare', '>= 0.20', q.validate_over_bare, (v) => v >= 0.2),
+    t('validate p99 (ms)', '<= 25', q.validate_p99_ms, (v) => v <= 25),
+    t('upload RSS growth (MB)', '<= 150', q.upload_rss_growth_mb, (v) => v <= 150),
+  ];
+}
+
+/** The last line of every run, in a fixed form CI logs and people can grep. */
+export function ratiosLine(q: Ratios): string {
+  const f = (v: number | null, digits: number) => (v === null ? 'n/a' : v.toFixed(digits));
+  return `ratios: pipeline/ceiling=${f(q.pipeline_over_ceiling, 2)} batch/rest=${f(q.batch_over_rest, 2)} validate/bare=${f(q.validate_over_bare, 2)} validate_p99_ms=${f(q.validate_p99_ms, 0)} upload_rss_growth_mb=${f(q.upload_rss_growth_mb, 0)}`;
+}
+
+const cpuRow = (label: string, cpu: CpuSeconds | undefined): string[] => [label, ...CPU_NAMES.map((n) => (cpu?.[n] === undefined ? '-' : fmt(cpu[n], 1)))];
+
+/** The plain-text table printed at the end of a run. */
+export function renderReport(r: Results, machine: Machine, header: string, smoke: boolean): string {
+  const out: string[] = [header, `machine: ${machineLine(machine)}`, ''];
+  const failed = (name: string, o: Outcome<unknown> | undefined) => {
+    if (o && !o.ok) out.push(`${name}: FAILED: ${o.error}`, '');
+  };
+
+  const cohort = ok(r.cohort);
+  failed('cohort', r.cohort);
+  if (cohort) {
+    out.push(`cohort: ${cohort.accounts} accounts (3 notes, 10 transactions, 2 statements with PDFs, 1 payment instruction each), one batch, API and worker processes`);
+    out.push(
+      table([
+        ['accounts/s, upload start to batch end', fmt(cohort.accounts_per_s, 1)],
+        ['seconds (upload accepted after)', `${fmt(cohort.seconds, 1)} (${fmt(cohort.upload_seconds, 1)})`],
+        ['batch', `${cohort.batch.state}: ${cohort.batch.succeeded} succeeded, ${cohort.batch.failed} failed`],
+      ]),
+    );
+    out.push(
+      table([
+        ['stage (ms)', 'jobs', 'run p50', 'run p99', 'wait p50', 'wait p99'],
+        ...STAGES.map((s) => {
+          const t = cohort.stages[s];
+          return [s, String(t.sampled), ms(t.run_p50_ms), ms(t.run_p99_ms), ms(t.wait_p50_ms), ms(t.wait_p99_ms)];
+        }),
+      ]),
+    );
+    if (cohort.accounts > 10_000) out.push('  (per-stage times cover the last 10,000 completed jobs of each queue: BullMQ trims the rest)');
+    out.push('');
+  }
+
+  const ceiling = ok(r.ceiling);
+  failed('ceiling', r.ceiling);
+  if (ceiling) {
+    out.push(`ceiling: the same rows by a tight loop over a pg pool (${ceiling.concurrency} loops, one transaction and ${ceiling.round_trips_per_account} statements per account)`);
+    out.push(table([['accounts/s', fmt(ceiling.accounts_per_s, 1)], ['seconds', fmt(ceiling.seconds, 1)]]), '');
+  }
+
+  const peer = ok(r.peer);
+  failed('peer', r.peer);
+  if (peer) {
+    out.push(`peer: ${peer.accounts} accounts through the REST endpoints, ${peer.clients} keep-alive clients, 7 requests per account`);
+    out.push(table([['accounts/s', fmt(peer.accounts_per_s, 1)], ['seconds', fmt(peer.seconds, 1)], ['migrated', `${peer.created} of ${peer.accounts}`]]));
+    out.push(table([['request (ms)', 'p50', 'p99'], ...PEER_STEPS.map((s) => [s, ms(peer.steps[s].p50_ms), ms(peer.steps[s].p99_ms)])]), '');
+  }
+
+  const http = ok(r.http);
+  failed('http', r.http);
+  if (http) {
+    out.push(`http: autocannon, ${http.connections} connections x ${http.seconds} s per route; validate body ${http.body_bytes} bytes; bare route = GET /healthz`);
+    out.push(
+      table([
+        ['route', 'req/s', 'p50 ms', 'p99 ms', 'non-2xx'],
+        ...[http.bare, http.validate].map((l) => [l.route, fmt(l.requests_per_s, 0), ms(l.p50_ms), ms(l.p99_ms), String(l.non_2xx + l.errors)]),
+      ]),
+      '',
+    );
+  }
+
+  const upload = ok(r.upload);
+  failed('upload', r.upload);
+  if (upload) {
+    out.push(`upload: ${upload.lines} NDJSON lines (${fmt(upload.bytes / 1e6, 1)} MB) as one batch, workers stopped`);
+    out.push(
+      table([
+        ['lines/s accepted', fmt(upload.lines_per_s, 0)],
+        ['MB/s', fmt(upload.mb_per_s, 1)],
+        ['API RSS before / peak / growth (MB)', `${fmt(upload.rss_before_mb, 0)} / ${fmt(upload.rss_peak_mb, 0)} / ${fmt(upload.rss_growth_mb, 0)}`],
+        ['API RSS 3 s after the 202 (MB)', fmt(upload.rss_after_mb, 0)],
+      ]),
+    );
+    out.push(`  RSS (MB) as the upload went on: ${upload.rss_timeline.map(([sent, rss]) => `${fmt(sent, 0)} MB sent: ${fmt(rss, 0)}`).join(', ')}`, '');
+  }
+
+  const cpuRows: string[][] = [];
+  if (cohort) cpuRows.push(cpuRow('cohort', cohort.cpu_s));
+  if (ceiling) cpuRows.push(cpuRow('ceiling', ceiling.cpu_s));
+  if (peer) cpuRows.push(cpuRow('peer', peer.cpu_s));
+  if (http) cpuRows.push(cpuRow('http bare', http.bare.cpu_s), cpuRow('http validate', http.validate.cpu_s));
+  if (upload) cpuRows.push(cpuRow('upload', upload.cpu_s));
+  if (cpuRows.length > 0) {
+    out.push('CPU seconds during each scenario (postgres: the bench databases\' backends and the server\'s helpers; pg_other: other');
+    out.push('databases\' and exited backends; bench: this process, i.e. load generator and sandbox vendor; machine: all busy CPU)');
+    out.push(table([['', ...CPU_NAMES], ...cpuRows]), '');
+  }
+  const rssRows: string[][] = [];
+  if (cohort) rssRows.push(['cohort', fmt(cohort.peak_rss_mb.api, 0), fmt(cohort.peak_rss_mb.workers, 0)]);
+  if (peer) rssRows.push(['peer', fmt(peer.peak_rss_mb.api, 0), '-']);
+  if (upload) rssRows.push(['upload', fmt(upload.rss_peak_mb, 0), '-']);
+  if (rssRows.length > 0) {
+    out.push(`peak RSS (MB) during each scenario${cohort && cohort.peak_rss_scope !== 'scenario' ? ' (VmHWM could not be reset: peaks since process start)' : ''}`);
+    out.push(table([['', 'api', 'workers'], ...rssRows]), '');
+  }
+
+  const pgRows: string[][] = [];
+  const pgRow = (label: string, p: PerUnit) => [label, ...[p.transactions, p.rollbacks, p.rows_inserted, p.rows_updated, p.rows_deleted, p.rows_scanned, p.rows_fetched, p.buffers].map((n) => fmt(n, 1))];
+  if (cohort) pgRows.push(pgRow('cohort, per account', cohort.pg_per_account));
+  if (ceiling) pgRows.push(pgRow('ceiling, per account', ceiling.pg_per_account));
+  if (peer) pgRows.push(pgRow('peer, per account', peer.pg_per_account));
+  if (upload) pgRows.push(pgRow('upload, per line', upload.pg_per_line));
+  if (pgRows.length > 0) {
+    out.push(`PostgreSQL work (pg_stat_database of the scenario's database${smoke ? '; smoke mode waits only 3 s for the counters, so they may be short' : ''})`);
+    out.push(table([['', 'transactions', 'rollbacks', 'inserted', 'updated', 'deleted', 'scanned', 'fetched', 'buffers'], ...pgRows]), '');
+  }
+
+  const targets = targetsOf(ratiosOf(r));
+  out.push(`targets${smoke ? ' (smoke sizes: informational only)' : ' (informational: never the exit code)'}`);
+  out.push(table(targets.map((t) => [t.name, t.want, t.value === null ? 'n/a' : String(t.value), t.met === null ? '' : t.met ? 'met' : 'MISSED'])));
+  return out.join('\n');
+}
+
+export function machineLine(m: Machine): string {
+  const pg = Object.entries(m.postgres_settings).map(([k, v]) => `${k}=${v}`).join(', ');
+  return `${m.cores} x ${m.cpu}, ${m.memory_gib} GiB, ${m.os}, node ${m.node}, PostgreSQL ${m.postgres} (${pg}), Redis ${m.redis}; load average at start ${m.load_average_at_start.join(' ')}`;
+}
