@@ -61,6 +61,8 @@ const envSchema = z
     WORKER_LOCK_MS: optionalInt(30_000).pipe(z.number().int().min(1000)),
     /** Grace period for active jobs on SIGTERM before the process exits anyway. */
     WORKER_SHUTDOWN_GRACE_MS: optionalInt(30_000).pipe(z.number().int().min(0)),
+    /** A worker process serves /metrics (job durations) on this port when set; the web process has its own. */
+    WORKER_METRICS_PORT: z.string().regex(/^\d+$/).transform(Number).pipe(z.number().int().min(1).max(65535)).optional(),
     /** Whether `npm start` also runs the queue workers in the web process. */
     RUN_WORKERS: z.enum(['true', 'false']).default('true'),
     /** Where welcome e-mails are sent (smtp://user:pass@host:port); unset: e-mails wait unsent. */
@@ -145,6 +147,7 @@ export interface Config {
   readonly workerLockMs: number;
   readonly workerShutdownGraceMs: number;
   readonly runWorkers: boolean;
+  readonly workerMetricsPort: number | undefined;
   readonly smtpUrl: string | undefined;
   readonly emailFrom: string;
   readonly loginMaxFailures: number;
@@ -214,6 +217,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     workerLockMs: e.WORKER_LOCK_MS,
     workerShutdownGraceMs: e.WORKER_SHUTDOWN_GRACE_MS,
     runWorkers: e.RUN_WORKERS === 'true',
+    workerMetricsPort: e.WORKER_METRICS_PORT,
     smtpUrl: e.SMTP_URL,
     loginMaxFailures: e.LOGIN_MAX_FAILURES,
     loginFailureWindowS: e.LOGIN_FAILURE_WINDOW_S,

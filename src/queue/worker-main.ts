@@ -1,7 +1,10 @@
+import Fastify, { type FastifyBaseLogger } from 'fastify';
 import { loadConfig, ConfigError } from '../config.js';
 import { createDeps } from '../deps.js';
 import { createServices } from '../imports/services.js';
+import { registerOperatorRoutes } from '../http/operator.js';
 import { createLogger } from '../log.js';
+import { createMetrics } from '../metrics.js';
 import type { QueueName } from './contract.js';
 import { startWorkers } from './workers.js';
 
@@ -21,8 +24,15 @@ export async function runWorkerProcess(queues: readonly QueueName[]): Promise<vo
   const log = createLogger(config.logLevel);
   const deps = createDeps(config, { log });
   const services = createServices(deps);
-  const set = startWorkers(deps, services, { queues });
-  log.info({ queues }, 'workers started');
+  const metrics = createMetrics(deps);
+  const set = startWorkers(deps, services, { queues, observe: (q, o, s) => metrics.observeJob(q, o, s) });
+  // Job durations live in this process: serve them when asked to, behind the operator credentials.
+  const metricsApp = config.workerMetricsPort === undefined ? undefined : Fastify({ loggerInstance: log as FastifyBaseLogger });
+  if (metricsApp && config.workerMetricsPort !== undefined) {
+    await registerOperatorRoutes(metricsApp, deps, metrics, config.operator);
+    await metricsApp.listen({ host: config.host, port: config.workerMetricsPort });
+  }
+  log.info({ queues, metricsPort: config.workerMetricsPort }, 'workers started');
   const repaired = await services.batches.reconcile();
   if (repaired.items > 0) log.info(repaired, 'reconciled open batch items');
 
@@ -32,6 +42,7 @@ export async function runWorkerProcess(queues: readonly QueueName[]): Promise<vo
     stopping = true;
     log.info({ signal }, 'stopping workers');
     await set.close();
+    await metricsApp?.close();
     await deps.close();
     process.exit(0);
   };
