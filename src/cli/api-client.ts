@@ -1,5 +1,8 @@
 import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
+import type { BatchState } from '../db/database.js';
+import type { StageCounts } from '../imports/batches/batch.service.js';
+import { STAGES, type Stage } from '../queue/contract.js';
 
 /** Something the operator must fix on their side (no API key, a URL that is not one): exit 2. */
 export class ApiUsageError extends Error {
@@ -25,18 +28,11 @@ export class ApiError extends Error {
   }
 }
 
-export const STAGE_NAMES = ['validate', 'stage', 'process', 'extras'] as const;
-export type StageName = (typeof STAGE_NAMES)[number];
+// The client speaks the server's own shapes: one definition of the stages, their counts and the states.
 
-export interface StageCounts {
-  waiting: number;
-  active: number;
-  delayed: number;
-  completed: number;
-  failed: number;
-}
-
-export type BatchState = 'UPLOADING' | 'RUNNING' | 'COMPLETED' | 'COMPLETED_WITH_ERRORS' | 'CANCELLED';
+export const STAGE_NAMES = STAGES;
+export type StageName = Stage;
+export type { BatchState, StageCounts };
 
 export interface BatchStatus {
   batch_id: string;

@@ -48,6 +48,21 @@ class ItemFailed extends Error {
 
 const ALREADY_IMPORTED = 'account_import_process_already_imported';
 
+/** What a step needs of its item and batch: read by the claim and by the slow path alike. */
+const ITEM_COLUMNS = [
+  'i.line',
+  'i.round',
+  'i.stage',
+  'i.state',
+  'i.bundle',
+  'i.external_account_number',
+  'i.service_account_number',
+  'b.dry_run',
+  'b.cancel_requested_at',
+  's.code as supplier_code',
+  't.name as team_name',
+] as const;
+
 export interface StageProcessorContext {
   deps: Deps;
   services: Services;
@@ -71,19 +86,7 @@ export function createStageProcessor(ctx: StageProcessorContext, stage: Stage) {
       .innerJoin('batches as b', 'b.id', 'i.batch_id')
       .innerJoin('import_suppliers as s', 's.id', 'b.import_supplier_id')
       .innerJoin('operations_teams as t', 't.id', 'b.operations_team_id')
-      .select([
-        'i.line',
-        'i.round',
-        'i.stage',
-        'i.state',
-        'i.bundle',
-        'i.external_account_number',
-        'i.service_account_number',
-        'b.dry_run',
-        'b.cancel_requested_at',
-        's.code as supplier_code',
-        't.name as team_name',
-      ])
+      .select(ITEM_COLUMNS)
       .where('i.batch_id', '=', data.batchId)
       .where('i.line', '=', data.line)
       .executeTakeFirst();
@@ -124,19 +127,7 @@ export function createStageProcessor(ctx: StageProcessorContext, stage: Stage) {
       .innerJoin('import_suppliers as s', 's.id', 'b.import_supplier_id')
       .innerJoin('operations_teams as t', 't.id', 'b.operations_team_id')
       .set({ state: 'active', attempts: attempt, updated_at: sql`now()` })
-      .returning([
-        'i.line',
-        'i.round',
-        'i.stage',
-        'i.state',
-        'i.bundle',
-        'i.external_account_number',
-        'i.service_account_number',
-        'b.dry_run',
-        'b.cancel_requested_at',
-        's.code as supplier_code',
-        't.name as team_name',
-      ])
+      .returning(ITEM_COLUMNS)
       .executeTakeFirst();
 
   const setItem = (ex: Executor, data: StageJobData, values: Record<string, unknown>) =>
