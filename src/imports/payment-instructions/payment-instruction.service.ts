@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import { z } from 'zod';
 import type { Database, Executor } from '../../db/database.js';
 import { AppError, badRequest } from '../../errors.js';
-import { INSTRUCTION_TYPES, PaymentVendorUnavailable, type PaymentVendorClient } from '../../vendors/payment-vendor.js';
+import { INSTRUCTION_TYPES, PaymentVendorUnavailable, type PaymentVendorClient, type VendorLookup } from '../../vendors/payment-vendor.js';
 import { findImportedAccountSupplier } from '../shared/account-lookup.js';
 import { choice } from '../shared/fields.js';
 import { accountPairShape, lockImportedAccount } from '../shared/imported-account.js';
@@ -31,6 +31,19 @@ export interface PaymentInstructionServiceDeps {
 }
 
 export function createPaymentInstructionService(deps: PaymentInstructionServiceDeps) {
+  // Concurrent identical lookups (a client retrying blindly, the same bundle twice) share one call:
+  // the vendor's answer depends only on the vendor and the reference.
+  const inFlight = new Map<string, Promise<VendorLookup>>();
+  const lookupOnce = (vendor: string, reference: string): Promise<VendorLookup> => {
+    const key = JSON.stringify([vendor, reference]);
+    let pending = inFlight.get(key);
+    if (!pending) {
+      pending = deps.vendors.lookup(vendor, reference).finally(() => inFlight.delete(key));
+      inFlight.set(key, pending);
+    }
+    return pending;
+  };
+
   /**
    * Verifies the instruction with its vendor and stores what the vendor returns. A reference the
    * account already has is answered from storage without asking the vendor again; a repeat is
@@ -45,7 +58,7 @@ export function createPaymentInstructionService(deps: PaymentInstructionServiceD
 
     let lookup;
     try {
-      lookup = await deps.vendors.lookup(req.vendor, req.reference);
+      lookup = await lookupOnce(req.vendor, req.reference);
     } catch (err) {
       if (err instanceof PaymentVendorUnavailable) {
         throw new AppError(500, 'payment_vendor_unavailable', `Payment vendor '${req.vendor}' could not be reached; retry the request as it is.`, [], {}, {}, { cause: err });
