@@ -91,10 +91,15 @@ describe('PROCESS_CONCURRENCY_LIMIT=1', () => {
       },
       stdio: ['ignore', 'pipe', 'inherit'],
     });
-    const [line] = (await once(child.stdout!, 'data')) as [Buffer];
-    expect(line.toString().trim()).toBe('held');
-    child.kill('SIGKILL');
-    await once(child, 'exit');
+    try {
+      const [line] = (await once(child.stdout!, 'data')) as [Buffer];
+      expect(line.toString().trim()).toBe('held');
+    } finally {
+      // Killed whatever happened above, so a failing test never leaves the holder running.
+      const exited = once(child, 'exit');
+      child.kill('SIGKILL');
+      await exited;
+    }
 
     const blocked = await processAccount('C-CRASH');
     expect(blocked.statusCode).toBe(429);
