@@ -139,7 +139,7 @@ export async function startSandboxVendor(opts: SandboxVendorOptions = {}): Promi
         return;
       }
       case 'flap': {
-        state.random ??= mulberry32(behaviour.seed ?? Math.floor(Math.random() * 2 ** 32));
+        state.random ??= seededRandom(behaviour.seed ?? Math.floor(Math.random() * 2 ** 32));
         if (state.random() < behaviour.failureRate) send(res, behaviour.status ?? 500, { code: 'vendor_error' });
         else answer(script, FOUND, reference, res);
         return;
@@ -236,8 +236,11 @@ function guessType(reference: string): 'CARD' | 'DIRECT_DEBIT' {
   return reference.toUpperCase().startsWith('CARD') ? 'CARD' : 'DIRECT_DEBIT';
 }
 
-/** Small seeded generator: a flapping vendor's failures repeat run to run when seeded. */
-function mulberry32(seed: number): () => number {
+/**
+ * Small seeded generator (mulberry32): a flapping vendor's failures repeat run to run when seeded.
+ * Exported so tests can replay exactly the sequence the vendor draws.
+ */
+export function seededRandom(seed: number): () => number {
   let a = seed >>> 0;
   return () => {
     a = (a + 0x6d2b79f5) >>> 0;

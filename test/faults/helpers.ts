@@ -12,7 +12,7 @@ import { STAGES } from '../../src/queue/contract.js';
 import { pollUntil } from '../helpers/poll.js';
 import { accountHoldings, batchItems, countSql, type BatchStatusBody } from '../queue/helpers.js';
 import type { PipelineContext } from '../queue/setup.js';
-import type { WorkerProcess } from '../queue/worker-process.js';
+import { spawnWorker, type WorkerProcess } from '../queue/worker-process.js';
 
 /**
  * Shared by the fault-injection files: exact-outcome checks on an imported cohort, a status poll
@@ -334,41 +334,6 @@ export async function startTcpProxy(targetPort: number): Promise<TcpProxy> {
   };
 }
 
-/**
- * A real worker process (workers/all.ts), as test/queue/worker-process.ts spawns it, but pushed to
- * `registry` before start-up is awaited: a worker that fails to start is still killed by the
- * caller's afterAll instead of outliving the test.
- */
-export async function spawnTrackedWorker(config: Config, env: Record<string, string>, registry: WorkerProcess[]): Promise<WorkerProcess> {
-  let output = '';
-  const child = spawn(process.execPath, ['--import', 'tsx', 'workers/all.ts'], {
-    env: {
-      ...process.env,
-      NODE_ENV: 'test',
-      DATABASE_URL: config.databaseUrl,
-      REDIS_URL: config.redisUrl,
-      REDIS_PREFIX: config.redisPrefix,
-      TOKEN_SECRET: config.tokenSecret,
-      ...env,
-      // The start-up line below is logged at info.
-      LOG_LEVEL: 'info',
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
-  child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
-  const worker: WorkerProcess = {
-    child,
-    output: () => output,
-    async kill(signal) {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      const exited = once(child, 'exit');
-      child.kill(signal);
-      await exited;
-    },
-  };
-  registry.push(worker);
-  await pollUntil(async () => output.includes('workers started') || child.exitCode !== null, { timeoutMs: 60_000, what: 'the worker to start' });
-  if (child.exitCode !== null) throw new Error(`worker exited at start-up: ${output}`);
-  return worker;
-}
+/** A real worker process registered before start-up is awaited, with a deadline for a loaded machine. */
+export const spawnTrackedWorker = (config: Config, env: Record<string, string>, registry: WorkerProcess[]): Promise<WorkerProcess> =>
+  spawnWorker(config, env, { registry, startTimeoutMs: 60_000 });

@@ -1,17 +1,13 @@
 import type { LightMyRequestResponse } from 'fastify';
 import type { SupplierStatus } from '../../src/db/database.js';
+import type { StageCounts } from '../../src/imports/batches/batch.service.js';
 import type { Stage } from '../../src/queue/contract.js';
+import { seededRandom } from '../../src/vendors/sandbox-vendor.js';
 import { pollUntil } from '../helpers/poll.js';
 import type { PipelineContext } from './setup.js';
 
+export type { StageCounts };
 /** What the status endpoint answers (the parts these tests read). */
-export interface StageCounts {
-  waiting: number;
-  active: number;
-  delayed: number;
-  completed: number;
-  failed: number;
-}
 export type BatchStatusBody = Record<string, unknown> & {
   batch_id: string;
   state: string;
@@ -50,17 +46,8 @@ export const LONG = 100_000;
 
 export const STAGE_NAMES: readonly Stage[] = ['validate', 'stage', 'process', 'extras'];
 
-/** A small seeded PRNG (mulberry32): the same "random" lines every run. */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** The sandbox vendor's seeded generator: tests draw "random" lines, and replay the vendor's draws, with it. */
+export { seededRandom };
 
 /** Picks `n` distinct elements of `from`, deterministically for a seed. */
 export function pickSeeded<T>(from: readonly T[], n: number, seed: number): T[] {

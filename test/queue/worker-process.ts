@@ -10,7 +10,13 @@ export interface WorkerProcess {
   kill(signal: NodeJS.Signals): Promise<void>;
 }
 
-export async function spawnWorker(config: Config, env: Record<string, string>): Promise<WorkerProcess> {
+export interface SpawnOptions {
+  /** The worker is pushed here before start-up is awaited, so one that fails to start is still killed by the caller. */
+  registry?: WorkerProcess[];
+  startTimeoutMs?: number;
+}
+
+export async function spawnWorker(config: Config, env: Record<string, string>, opts: SpawnOptions = {}): Promise<WorkerProcess> {
   let output = '';
   const child = spawn(process.execPath, ['--import', 'tsx', 'workers/all.ts'], {
     env: {
@@ -20,17 +26,16 @@ export async function spawnWorker(config: Config, env: Record<string, string>): 
       REDIS_URL: config.redisUrl,
       REDIS_PREFIX: config.redisPrefix,
       TOKEN_SECRET: config.tokenSecret,
-      LOG_LEVEL: 'info',
       DATABASE_POOL_SIZE: '8',
       ...env,
+      // The start-up line awaited below is logged at info.
+      LOG_LEVEL: 'info',
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
-  await pollUntil(async () => output.includes('workers started') || child.exitCode !== null, { timeoutMs: 30_000, what: 'the worker to start' });
-  if (child.exitCode !== null) throw new Error(`worker exited at start-up: ${output}`);
-  return {
+  const worker: WorkerProcess = {
     child,
     output: () => output,
     async kill(signal) {
@@ -40,4 +45,11 @@ export async function spawnWorker(config: Config, env: Record<string, string>): 
       await exited;
     },
   };
+  opts.registry?.push(worker);
+  await pollUntil(async () => output.includes('workers started') || child.exitCode !== null, {
+    timeoutMs: opts.startTimeoutMs ?? 30_000,
+    what: 'the worker to start',
+  });
+  if (child.exitCode !== null) throw new Error(`worker exited at start-up: ${output}`);
+  return worker;
 }
