@@ -1,6 +1,7 @@
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from '../log.js';
+import { within } from '../timeout.js';
 import { DEFAULT_JOB_OPTIONS, QUEUE_NAMES, emailJobId, stageJobId, type EmailJobData, type QueueName, type QueuePayloads, type Stage, type StageJobData } from './contract.js';
 
 export type Queues = { readonly [K in QueueName]: Queue<QueuePayloads[K]> };
@@ -26,14 +27,7 @@ export function createQueues(redis: Redis, prefix: string, log: Logger): Queues 
  */
 export async function closeQueues(queues: Queues, initWaitMs = 2_000): Promise<void> {
   const all = Object.values(queues) as Queue[];
-  let timer: NodeJS.Timeout | undefined;
-  await Promise.race([
-    Promise.allSettled(all.map((q) => q.waitUntilReady())),
-    new Promise((resolve) => {
-      timer = setTimeout(resolve, initWaitMs);
-    }),
-  ]);
-  clearTimeout(timer);
+  await within(initWaitMs, Promise.allSettled(all.map((q) => q.waitUntilReady())));
   await Promise.allSettled(all.map((q) => q.close()));
 }
 

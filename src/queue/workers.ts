@@ -1,6 +1,7 @@
 import { Worker, type Processor } from 'bullmq';
 import { createTransport } from 'nodemailer';
 import type { Deps } from '../deps.js';
+import { within } from '../timeout.js';
 import type { Services } from '../imports/services.js';
 import { createEmailProcessor } from '../notifications/welcome-email.js';
 import { STAGES, type QueueName, type Stage } from './contract.js';
@@ -53,14 +54,8 @@ export function startWorkers(deps: Deps, services: Services, opts: StartWorkersO
     workers,
     close(graceMs = config.workerShutdownGraceMs) {
       closing ??= (async () => {
-        let timer: NodeJS.Timeout | undefined;
-        const graceful = Promise.allSettled(workers.map((w) => w.close())).then(() => 'done' as const);
-        const timeout = new Promise<'timeout'>((resolve) => {
-          timer = setTimeout(() => resolve('timeout'), graceMs);
-        });
-        const result = await Promise.race([graceful, timeout]);
-        clearTimeout(timer);
-        if (result === 'timeout') {
+        const finished = await within(graceMs, Promise.allSettled(workers.map((w) => w.close())));
+        if (!finished) {
           log.warn({ graceMs }, 'active jobs did not finish within the grace period; closing hard (they will run again)');
           await Promise.allSettled(workers.map((w) => w.close(true)));
         }

@@ -2,22 +2,10 @@ import { sql } from 'kysely';
 import { z } from 'zod';
 import type { Deps } from '../../deps.js';
 import { AppError } from '../../errors.js';
+import { within } from '../../timeout.js';
 import type { RouteDef } from '../route.js';
 
 const READY_TIMEOUT_MS = 1_000;
-
-/** True when `work` succeeds within `ms`; false on failure or timeout. */
-async function within(ms: number, work: Promise<unknown>): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<boolean>((resolve) => {
-    timer = setTimeout(() => resolve(false), ms);
-  });
-  try {
-    return await Promise.race([work.then(() => true, () => false), timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 /** Liveness and readiness for orchestrators; open, and reveal nothing but up or down. */
 export function systemRoutes(deps: Pick<Deps, 'db' | 'redis'>): RouteDef[] {
