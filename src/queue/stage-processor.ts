@@ -2,13 +2,15 @@ import { randomInt } from 'node:crypto';
 import { DelayedError, UnrecoverableError, type Job } from 'bullmq';
 import { sql, type ExpressionBuilder } from 'kysely';
 import type { Deps } from '../deps.js';
-import type { Database, Executor, ItemStage, ItemState } from '../db/database.js';
+import type { Database, Executor, ItemStage, ItemState, SupplierStatus } from '../db/database.js';
 import { AppError, type ErrorEnvelope } from '../errors.js';
 import { toAppError } from '../http/app-errors.js';
 import { finishIfDone } from '../imports/batches/batch.repository.js';
 import type { Bundle } from '../imports/batches/batch.schemas.js';
 import { queueForStage } from '../imports/batches/batch.service.js';
+import type { KnownContext } from '../imports/accounts/account.service.js';
 import type { Services } from '../imports/services.js';
+import { lockImportedAccount, type LockedWrite } from '../imports/shared/imported-account.js';
 import { PERMIT_RETRY_DELAY_MS, nextStage, type Stage, type StageJobData } from './contract.js';
 import { enqueueStage } from './queues.js';
 
@@ -22,8 +24,17 @@ interface ItemRow {
   service_account_number: string | null;
   dry_run: boolean;
   cancel_requested_at: Date | null;
+  supplier_id: string;
   supplier_code: string;
+  supplier_name: string;
+  supplier_status: SupplierStatus;
+  supplier_documents_root: string;
+  supplier_send_customer_emails: boolean;
+  supplier_created_at: Date;
+  supplier_updated_at: Date;
+  team_id: string;
   team_name: string;
+  team_created_at: Date;
 }
 
 /** What a job did, for the job's return value and the metrics. */
@@ -59,9 +70,40 @@ const ITEM_COLUMNS = [
   'i.service_account_number',
   'b.dry_run',
   'b.cancel_requested_at',
+  's.id as supplier_id',
   's.code as supplier_code',
+  's.name as supplier_name',
+  's.status as supplier_status',
+  's.documents_root as supplier_documents_root',
+  's.send_customer_emails as supplier_send_customer_emails',
+  's.created_at as supplier_created_at',
+  's.updated_at as supplier_updated_at',
+  't.id as team_id',
   't.name as team_name',
+  't.created_at as team_created_at',
 ] as const;
+
+/** The batch's supplier and team as the claim read them: the steps need not look them up again. */
+const knownOf = (item: ItemRow): KnownContext => ({
+  supplier: {
+    id: item.supplier_id,
+    code: item.supplier_code,
+    name: item.supplier_name,
+    status: item.supplier_status,
+    documents_root: item.supplier_documents_root,
+    send_customer_emails: item.supplier_send_customer_emails,
+    created_at: item.supplier_created_at,
+    updated_at: item.supplier_updated_at,
+  },
+  team: { id: item.team_id, name: item.team_name, created_at: item.team_created_at },
+});
+
+/**
+ * Records a step's outcome on its item (advanced to the next stage, or succeeded). A step with a
+ * transaction of its own calls it inside that transaction, so the domain rows and the item's
+ * progress commit together; otherwise the processor calls it after the step.
+ */
+type RecordProgress = (ex: Executor, accountNumber: string | null) => Promise<void>;
 
 export interface StageProcessorContext {
   deps: Deps;
@@ -140,8 +182,9 @@ export function createStageProcessor(ctx: StageProcessorContext, stage: Stage) {
       .execute();
 
   /** Runs this stage's work for the item; returns the account number when it learned one. */
-  async function runStep(item: ItemRow): Promise<string | null> {
+  async function runStep(item: ItemRow, record: RecordProgress): Promise<string | null> {
     const bundle = item.bundle as Bundle;
+    const known = knownOf(item);
     const ext = item.external_account_number ?? '';
     const pair = { import_supplier: item.supplier_code, external_account_number: ext };
     const request = { external_account_number: ext, import_supplier_code: item.supplier_code, operations_team_name: item.team_name };
@@ -155,11 +198,33 @@ export function createStageProcessor(ctx: StageProcessorContext, stage: Stage) {
         throw err;
       }
     };
+    /**
+     * The bundle's extras, all or nothing: each is checked first (fields, documents in storage, the
+     * payment vendor), with no lock held; then every write runs in one transaction under one lock
+     * of the account, in the REST order (notes, transactions, statements, payment instruction).
+     * `ex` is the dry run's transaction; otherwise the writes get their own, which also records the item.
+     */
     const runExtras = async (ex?: Executor) => {
-      if (bundle.notes?.length) await attempt('extras', () => services.notes.importNotes({ ...pair, notes: bundle.notes }, ex));
-      if (bundle.transactions?.length) await attempt('extras', () => services.transactions.importTransactions({ ...pair, transactions: bundle.transactions }, {}, ex));
-      if (bundle.statements?.length) await attempt('extras', () => services.statements.importStatements({ ...pair, statements: bundle.statements }, ex));
-      if (bundle.payment_instruction) await attempt('extras', () => services.paymentInstructions.importPaymentInstruction({ ...pair, ...bundle.payment_instruction }, ex));
+      const ctx = { db: ex, supplier: known.supplier };
+      const writes: Array<LockedWrite<unknown>> = [];
+      if (bundle.notes?.length) writes.push(await attempt('extras', () => services.notes.prepareNotes({ ...pair, notes: bundle.notes }, ctx)));
+      if (bundle.transactions?.length) {
+        writes.push(await attempt('extras', () => services.transactions.prepareTransactions({ ...pair, transactions: bundle.transactions }, {}, ctx)));
+      }
+      if (bundle.statements?.length) writes.push(await attempt('extras', () => services.statements.prepareStatements({ ...pair, statements: bundle.statements }, ctx)));
+      if (bundle.payment_instruction) {
+        writes.push(await attempt('extras', () => services.paymentInstructions.preparePaymentInstruction({ ...pair, ...bundle.payment_instruction }, ctx)));
+      }
+      const apply = async (trx: Executor) => {
+        if (writes.length > 0) {
+          await attempt('extras', async () => {
+            const account = await lockImportedAccount(trx, pair.import_supplier, pair.external_account_number);
+            for (const write of writes) await write(trx, account);
+          });
+        }
+        if (!ex) await record(trx, null);
+      };
+      await (ex ? apply(ex) : db.transaction().execute(apply));
     };
     /** The pipeline makes sure an account exists: one imported before (by this item's earlier run or another upload) is a success. */
     const alreadyImportedNumber = (err: unknown): string | null =>
@@ -173,12 +238,15 @@ export function createStageProcessor(ctx: StageProcessorContext, stage: Stage) {
               { code: 'import_supplier_mismatch', detail: `The batch is for supplier '${item.supplier_code}'.`, attr: 'import_supplier' },
             ]);
           }
-          await services.accounts.validate(bundle.account);
+          await services.accounts.validate(bundle.account, known.supplier);
         });
         return null;
       case 'stage':
         try {
-          await attempt('stage', () => services.accounts.stage(bundle.account));
+          await db.transaction().execute(async (trx) => {
+            await attempt('stage', () => services.accounts.stage(bundle.account, trx, known.supplier));
+            await record(trx, null);
+          });
           return null;
         } catch (err) {
           const existing = alreadyImportedNumber(err);
@@ -192,12 +260,12 @@ export function createStageProcessor(ctx: StageProcessorContext, stage: Stage) {
             await db.transaction().execute(async (trx) => {
               let existing: string | null = null;
               try {
-                await attempt('stage', () => services.accounts.stage(bundle.account, trx));
+                await attempt('stage', () => services.accounts.stage(bundle.account, trx, known.supplier));
               } catch (err) {
                 existing = alreadyImportedNumber(err);
                 if (!existing) throw err;
               }
-              const number = existing ?? (await attempt('process', () => services.accounts.createIn(trx, request))).service_account_number;
+              const number = existing ?? (await attempt('process', () => services.accounts.createIn(trx, request, known))).service_account_number;
               await runExtras(trx);
               throw new RollBack(number);
             });
@@ -209,7 +277,8 @@ export function createStageProcessor(ctx: StageProcessorContext, stage: Stage) {
         }
         if (item.service_account_number) return item.service_account_number;
         try {
-          return (await attempt('process', () => services.accounts.processStaged(request))).service_account_number;
+          const beforeCommit = (trx: Executor, outcome: { service_account_number: string }) => record(trx, outcome.service_account_number);
+          return (await attempt('process', () => services.accounts.processStaged(request, { known, beforeCommit }))).service_account_number;
         } catch (err) {
           const existing = alreadyImportedNumber(err);
           if (existing) return existing;
@@ -259,30 +328,38 @@ export function createStageProcessor(ctx: StageProcessorContext, stage: Stage) {
       // Conditional: a cancel that reached the item before this wins, and nothing runs.
       item = await claimItem(data, job.attemptsMade + 1);
       if (!item) return await settleUnclaimed(data);
-      const number = await runStep(item);
-      const next = item.dry_run ? (stage === 'validate' ? 'process' : null) : nextStage(stage);
-      const accountNumber = number ?? item.service_account_number;
-      if (next) {
-        // A cancel that arrived while this step ran stops the item here instead of sending it on.
-        const advanced = await db
-          .updateTable('batch_items')
-          .set({
-            stage: next,
-            state: sql<ItemState>`CASE WHEN (SELECT cancel_requested_at FROM batches WHERE id = ${data.batchId}) IS NULL THEN 'waiting' ELSE 'cancelled' END`,
-            service_account_number: accountNumber,
-            updated_at: sql`now()`,
-          })
-          .where('batch_id', '=', data.batchId)
-          .where('line', '=', data.line)
-          .where('round', '=', data.round)
-          .returning('state')
-          .executeTakeFirst();
-        if (advanced?.state === 'waiting') await enqueueStage(deps.queues, next, [data]);
-        else await finishIfDone(db, data.batchId, deps.clock.now());
-      } else {
-        await setItem(db, data, { state: 'succeeded', service_account_number: item.dry_run ? null : accountNumber });
-        await finishIfDone(db, data.batchId, deps.clock.now());
-      }
+      const claimed = item;
+      const next = claimed.dry_run ? (stage === 'validate' ? 'process' : null) : nextStage(stage);
+      // What the record left the item as: 'waiting' sends it on; undefined until recorded.
+      let recorded: ItemState | null | undefined;
+      const record: RecordProgress = async (ex, number) => {
+        const accountNumber = number ?? claimed.service_account_number;
+        if (next) {
+          // A cancel that arrived while this step ran stops the item here instead of sending it on.
+          const advanced = await ex
+            .updateTable('batch_items')
+            .set({
+              stage: next,
+              state: sql<ItemState>`CASE WHEN (SELECT cancel_requested_at FROM batches WHERE id = ${data.batchId}) IS NULL THEN 'waiting' ELSE 'cancelled' END`,
+              service_account_number: accountNumber,
+              updated_at: sql`now()`,
+            })
+            .where('batch_id', '=', data.batchId)
+            .where('line', '=', data.line)
+            .where('round', '=', data.round)
+            .returning('state')
+            .executeTakeFirst();
+          recorded = advanced?.state ?? null;
+        } else {
+          await setItem(ex, data, { state: 'succeeded', service_account_number: claimed.dry_run ? null : accountNumber });
+          recorded = 'succeeded';
+        }
+      };
+      const number = await runStep(claimed, record);
+      // Steps without a transaction of their own (validate, a dry run, an account found already imported) record now.
+      if (recorded === undefined) await record(db, number);
+      if (recorded === 'waiting' && next) await enqueueStage(deps.queues, next, [data]);
+      else await finishIfDone(db, data.batchId, deps.clock.now());
       ctx.observe?.(stage, 'completed', (performance.now() - started) / 1000);
       return next ? 'advanced' : 'succeeded';
     } catch (err) {

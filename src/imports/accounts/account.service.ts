@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import { z } from 'zod';
 import { utcDate, type Clock } from '../../clock.js';
-import type { Database, Executor, ImportSupplier } from '../../db/database.js';
+import type { Database, Executor, ImportSupplier, OperationsTeam } from '../../db/database.js';
 import { AppError, badRequest, item, notFound, type ErrorItem } from '../../errors.js';
 import { enqueueWelcomeEmail, type Queues } from '../../queue/queues.js';
 import type { InProgressMarkers, ProcessPermits } from '../../queue/semaphore.js';
@@ -47,6 +47,21 @@ export interface ProcessOutcome {
   accountId: string;
   /** A welcome e-mail row was written with the account: enqueue it once the transaction commits. */
   welcomeEmail: boolean;
+}
+
+/**
+ * What the pipeline knows when it calls: the supplier and team it read with its claim on the item,
+ * a moment ago. Passing them saves a lookup per step; the supplier's status is still checked.
+ */
+export interface KnownContext {
+  supplier: ImportSupplier;
+  team: OperationsTeam;
+}
+
+export interface ProcessOptions {
+  known?: KnownContext;
+  /** Runs inside the account's transaction before it commits (the pipeline records the item's progress with the account). */
+  beforeCommit?: (trx: Executor, outcome: ProcessOutcome) => Promise<void>;
 }
 
 export interface AccountServiceDeps {
@@ -102,13 +117,13 @@ export function createAccountService(deps: AccountServiceDeps) {
    * Validates an account data object against every rule, including the ones that need the
    * database (supplier exists, meter points not claimed by another account). All problems at once.
    */
-  async function validate(db: Executor, input: unknown): Promise<{ data: AccountData; supplier: ImportSupplier }> {
+  async function validate(db: Executor, input: unknown, known?: ImportSupplier): Promise<{ data: AccountData; supplier: ImportSupplier }> {
     const parsed = schema.safeParse(input, { reportInput: true });
     const items: ErrorItem[] = parsed.success ? [] : issuesToItems(parsed.error.issues);
     const rawSupplier = (input as { import_supplier?: unknown } | null)?.import_supplier;
     let supplier: ImportSupplier | undefined;
     if (typeof rawSupplier === 'string' && rawSupplier !== '') {
-      supplier = await findSupplierByCode(db, rawSupplier);
+      supplier = known?.code === rawSupplier ? known : await findSupplierByCode(db, rawSupplier);
       if (!supplier) items.push(supplierNotFound(rawSupplier, 'import_supplier').errors[0]!);
     }
     if (parsed.success && supplier) {
@@ -128,13 +143,14 @@ export function createAccountService(deps: AccountServiceDeps) {
     return meterPointErrors(data, claimed);
   }
 
-  async function stage(input: unknown, executor?: Executor): Promise<StageResult> {
-    return executor ? stageIn(executor, input) : deps.db.transaction().execute((trx) => stageIn(trx, input));
+  /** Stages in the caller's transaction when given one (`known`: the supplier the caller just read). */
+  async function stage(input: unknown, executor?: Executor, known?: ImportSupplier): Promise<StageResult> {
+    return executor ? stageIn(executor, input, known) : deps.db.transaction().execute((trx) => stageIn(trx, input, known));
   }
 
-  async function stageIn(trx: Executor, input: unknown): Promise<StageResult> {
+  async function stageIn(trx: Executor, input: unknown, known?: ImportSupplier): Promise<StageResult> {
     {
-      const { data, supplier } = await validate(trx, input);
+      const { data, supplier } = await validate(trx, input, known);
       const existing = await findProcess(trx, supplier.id, data.external_account_number);
       if (existing?.account_id) throw alreadyImported(supplier.code, existing);
       if (existing?.marked_to_skip) throw markedToSkip(data.external_account_number);
@@ -159,12 +175,13 @@ export function createAccountService(deps: AccountServiceDeps) {
    * a second concurrent call waits and then sees the account the first one created.
    * `dryRun` runs everything and rolls it back. Concurrency permits are the caller's business.
    */
-  async function processStaged(req: ProcessRequest): Promise<ProcessOutcome> {
+  async function processStaged(req: ProcessRequest, opts: ProcessOptions = {}): Promise<ProcessOutcome> {
     const end = await deps.inProgress.begin(req.import_supplier_code, req.external_account_number);
     try {
       const outcome = await deps.db.transaction().execute(async (trx) => {
-        const created = await createInTransaction(trx, req);
+        const created = await createInTransaction(trx, req, opts.known);
         if (req.dry_run) throw new DryRunRollback(created);
+        await opts.beforeCommit?.(trx, created);
         return created;
       });
       if (outcome.welcomeEmail) await enqueueWelcomeEmail(deps.queues, { accountId: outcome.accountId });
@@ -177,8 +194,8 @@ export function createAccountService(deps: AccountServiceDeps) {
     }
   }
 
-  async function createInTransaction(trx: Executor, req: ProcessRequest): Promise<ProcessOutcome> {
-    const supplier = await findSupplierByCode(trx, req.import_supplier_code);
+  async function createInTransaction(trx: Executor, req: ProcessRequest, known?: KnownContext): Promise<ProcessOutcome> {
+    const supplier = known?.supplier.code === req.import_supplier_code ? known.supplier : await findSupplierByCode(trx, req.import_supplier_code);
     if (!supplier) throw supplierNotFound(req.import_supplier_code, 'import_supplier_code');
     const process = (await lockProcess(trx, supplier.id, req.external_account_number))
       ? await findProcess(trx, supplier.id, req.external_account_number)
@@ -187,7 +204,7 @@ export function createAccountService(deps: AccountServiceDeps) {
     if (process.account_id) throw alreadyImported(supplier.code, process);
     if (process.marked_to_skip) throw markedToSkip(req.external_account_number);
     assertMigrationOngoing(supplier, 'import_supplier_code');
-    const team = await findTeamByName(trx, req.operations_team_name);
+    const team = known?.team.name === req.operations_team_name ? known.team : await findTeamByName(trx, req.operations_team_name);
     if (!team) {
       throw badRequest('operations_team_not_found', `Operations team '${req.operations_team_name}' does not exist.`, 'operations_team_name');
     }
@@ -241,10 +258,10 @@ export function createAccountService(deps: AccountServiceDeps) {
   }
 
   return {
-    validate: async (input: unknown) => (await validate(deps.db, input)).data,
+    validate: async (input: unknown, known?: ImportSupplier) => (await validate(deps.db, input, known)).data,
     stage,
     /** Creates the account inside the caller's transaction (dry-run batches roll it back with their extras). */
-    createIn: (trx: Executor, req: ProcessRequest) => createInTransaction(trx, req).catch((err: unknown) => Promise.reject(mapUniqueViolation(err))),
+    createIn: (trx: Executor, req: ProcessRequest, known?: KnownContext) => createInTransaction(trx, req, known).catch((err: unknown) => Promise.reject(mapUniqueViolation(err))),
     processStaged,
     processWithPermit,
     status,

@@ -6,7 +6,7 @@ import { AppError, item, type ErrorItem } from '../../errors.js';
 import { supplierForChecks } from '../shared/account-lookup.js';
 import { checkDocument } from '../shared/documents.js';
 import { parseIsoDatetime } from '../shared/fields.js';
-import { lockImportedAccount } from '../shared/imported-account.js';
+import { runLocked, type ExtrasContext, type LockedWrite } from '../shared/imported-account.js';
 import { issuesToItems, sortByEntry } from '../shared/validation.js';
 import { notesRequestSchema, type NoteInput } from './note.schemas.js';
 
@@ -37,12 +37,19 @@ export function createNoteService(deps: NoteServiceDeps) {
    * Imports notes in input order. A note is created only when the account has no note with the same
    * body (and the same created_at, when one is given); otherwise it is reported NOTE_ALREADY_EXISTS.
    */
-  async function importNotes(input: unknown, executor?: Executor): Promise<NoteResult[]> {
-    const db = executor ?? deps.db;
+  async function importNotes(input: unknown): Promise<NoteResult[]> {
+    const write = await prepareNotes(input);
+    const pair = input as { import_supplier: string; external_account_number: string };
+    return runLocked(deps.db, pair, write);
+  }
+
+  /** Everything that can be checked before the account is locked (fields, storage); the writes come back to run under the lock. */
+  async function prepareNotes(input: unknown, ctx: ExtrasContext = {}): Promise<LockedWrite<NoteResult[]>> {
+    const db = ctx.db ?? deps.db;
     // Field problems and storage problems are reported together: one item per problem.
     const parsed = notesRequestSchema.safeParse(input, { reportInput: true });
     const problems: ErrorItem[] = parsed.success ? [] : issuesToItems(parsed.error.issues);
-    const supplier = await supplierForChecks(db, input, problems.length > 0);
+    const supplier = await supplierForChecks(db, input, problems.length > 0, ctx.supplier);
     // The default created_at is now, to the whole second: the interface's datetime form.
     const now = new Date(Math.floor(deps.clock.now().getTime() / 1000) * 1000);
     const rawNotes = Array.isArray((input as { notes?: unknown } | null)?.notes) ? ((input as { notes: unknown[] }).notes) : [];
@@ -69,11 +76,7 @@ export function createNoteService(deps: NoteServiceDeps) {
     const req = parsed.data;
     if (!supplier) throw new AppError(500, 'internal_error', 'Account lookup failed.');
 
-    const write = async (trx: Executor) => {
-      const account = await lockImportedAccount(trx, req.import_supplier, req.external_account_number);
-      return insertNew(trx, account.id, req.notes, now);
-    };
-    return executor ? write(executor) : deps.db.transaction().execute(write);
+    return (trx, account) => insertNew(trx, account.id, req.notes, now);
   }
 
   async function insertNew(trx: Executor, accountId: string, notes: NoteInput[], now: Date): Promise<NoteResult[]> {
@@ -118,7 +121,7 @@ export function createNoteService(deps: NoteServiceDeps) {
     return results;
   }
 
-  return { importNotes };
+  return { importNotes, prepareNotes };
 }
 
 export type NoteService = ReturnType<typeof createNoteService>;

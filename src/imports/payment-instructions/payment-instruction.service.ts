@@ -5,7 +5,7 @@ import { AppError, badRequest } from '../../errors.js';
 import { INSTRUCTION_TYPES, PaymentVendorUnavailable, type PaymentVendorClient, type VendorLookup } from '../../vendors/payment-vendor.js';
 import { findImportedAccountSupplier } from '../shared/account-lookup.js';
 import { choice } from '../shared/fields.js';
-import { accountPairShape, lockImportedAccount } from '../shared/imported-account.js';
+import { accountPairShape, runLocked, type ExtrasContext, type LockedWrite } from '../shared/imported-account.js';
 import { parseOrThrow } from '../shared/validation.js';
 
 export const paymentInstructionRequestSchema = z
@@ -49,12 +49,19 @@ export function createPaymentInstructionService(deps: PaymentInstructionServiceD
    * account already has is answered from storage without asking the vendor again; a repeat is
    * never stored twice. The vendor is asked outside any database transaction.
    */
-  async function importPaymentInstruction(input: unknown, executor?: Executor): Promise<PaymentInstructionResult> {
+  async function importPaymentInstruction(input: unknown): Promise<PaymentInstructionResult> {
+    const write = await preparePaymentInstruction(input);
+    const pair = input as { import_supplier: string; external_account_number: string };
+    return runLocked(deps.db, pair, write);
+  }
+
+  /** The vendor's check, made before the account is locked; the write comes back to run under the lock. */
+  async function preparePaymentInstruction(input: unknown, ctx: ExtrasContext = {}): Promise<LockedWrite<PaymentInstructionResult>> {
     const req = parseOrThrow(paymentInstructionRequestSchema, input, 'invalid_request', 'Invalid request.');
-    const db = executor ?? deps.db;
-    await findImportedAccountSupplier(db, req.import_supplier, req.external_account_number);
-    const stored = await findStored(db, req);
-    if (stored) return { service_account_number: stored, reference: req.reference };
+    const db = ctx.db ?? deps.db;
+    await findImportedAccountSupplier(db, req.import_supplier, req.external_account_number, ctx.supplier);
+    // Already stored: answered without asking the vendor again. The insert below does nothing then.
+    if (await isStored(db, req)) return storeInstruction(req, null);
 
     let lookup;
     try {
@@ -89,35 +96,41 @@ export function createPaymentInstructionService(deps: PaymentInstructionServiceD
         'type',
       );
     }
-    const details = lookup.details.raw;
-    const write = async (trx: Executor) => {
-      const account = await lockImportedAccount(trx, req.import_supplier, req.external_account_number);
+    return storeInstruction(req, lookup.details.raw);
+  }
+
+  return { importPaymentInstruction, preparePaymentInstruction };
+}
+
+export type PaymentInstructionService = ReturnType<typeof createPaymentInstructionService>;
+
+type Request = z.output<typeof paymentInstructionRequestSchema>;
+
+/** The write under the lock: the instruction with the vendor's details, unless the account already holds it (`details` null). */
+function storeInstruction(req: Request, details: unknown): LockedWrite<PaymentInstructionResult> {
+  return async (trx, account) => {
+    if (details !== null) {
       await trx
         .insertInto('payment_instructions')
         .values({ account_id: account.id, vendor: req.vendor, reference: req.reference, type: req.type, details: JSON.stringify(details) })
         .onConflict((oc) => oc.columns(['account_id', 'vendor', 'reference']).doNothing())
         .execute();
-      return { service_account_number: account.number, reference: req.reference };
-    };
-    return executor ? write(executor) : deps.db.transaction().execute(write);
-  }
-
-  return { importPaymentInstruction };
+    }
+    return { service_account_number: account.number, reference: req.reference };
+  };
 }
 
-export type PaymentInstructionService = ReturnType<typeof createPaymentInstructionService>;
-
-/** The account's number when it already holds this vendor's reference. */
-async function findStored(db: Executor, req: { import_supplier: string; external_account_number: string; vendor: string; reference: string }): Promise<string | undefined> {
+/** Whether the account already holds this vendor's reference. */
+async function isStored(db: Executor, req: Request): Promise<boolean> {
   const row = await db
     .selectFrom('payment_instructions as p')
     .innerJoin('accounts as a', 'a.id', 'p.account_id')
     .innerJoin('import_suppliers as s', 's.id', 'a.import_supplier_id')
-    .select('a.number')
+    .select('p.id')
     .where('s.code', '=', req.import_supplier)
     .where('a.external_account_number', '=', req.external_account_number)
     .where('p.vendor', '=', req.vendor)
     .where('p.reference', '=', req.reference)
     .executeTakeFirst();
-  return row?.number;
+  return row !== undefined;
 }

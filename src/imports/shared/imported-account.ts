@@ -1,5 +1,6 @@
+import type { Kysely } from 'kysely';
 import { z } from 'zod';
-import type { Executor, ImportSupplier } from '../../db/database.js';
+import type { Database, Executor, ImportSupplier } from '../../db/database.js';
 import { notFound } from '../../errors.js';
 import { assertMigrationOngoing } from '../suppliers/supplier.rules.js';
 
@@ -17,17 +18,52 @@ export const accountPairShape = {
   external_account_number: z.string().min(1).max(128),
 };
 
+export interface AccountPair {
+  import_supplier: string;
+  external_account_number: string;
+}
+
+/**
+ * What an extras import may be told by its caller. The REST routes tell it nothing; the pipeline,
+ * which has just read the item's supplier with its claim and runs all of a bundle's extras under
+ * one lock, tells it the supplier (one lookup fewer per extra) and, in a dry run, the transaction
+ * its reads must see.
+ */
+export interface ExtrasContext {
+  /** Where the reads made before the lock run (default: the pool). */
+  db?: Executor;
+  /** The pair's supplier as the caller just read it. The lock still checks the account and the supplier's status. */
+  supplier?: ImportSupplier;
+}
+
+/** An extras import's writes, checked and ready: run under the account's lock, in the caller's transaction. */
+export type LockedWrite<T> = (trx: Executor, account: ImportedAccount) => Promise<T>;
+
 /**
  * The created account of a pair, locked until the transaction ends so that one account's extras
  * imports run one at a time (which is what makes check-then-insert dedupe safe under concurrency).
  * 404 `account_not_found` when there is no created account (staged is not enough, unknown supplier
- * too); 400 `import_supplier_migration_not_ongoing` for Paused or Complete suppliers.
+ * too); 400 `import_supplier_migration_not_ongoing` for Paused or Complete suppliers. One statement:
+ * the supplier's status is read with the lock.
  */
 export async function lockImportedAccount(trx: Executor, supplierCode: string, externalAccountNumber: string): Promise<ImportedAccount> {
   const row = await trx
     .selectFrom('accounts as a')
     .innerJoin('import_suppliers as s', 's.id', 'a.import_supplier_id')
-    .select(['a.id', 'a.number', 'a.created_at', 'a.last_statement_closing_date'])
+    .select([
+      'a.id',
+      'a.number',
+      'a.created_at',
+      'a.last_statement_closing_date',
+      's.id as supplier_id',
+      's.code as supplier_code',
+      's.name as supplier_name',
+      's.status as supplier_status',
+      's.documents_root as supplier_documents_root',
+      's.send_customer_emails as supplier_send_customer_emails',
+      's.created_at as supplier_created_at',
+      's.updated_at as supplier_updated_at',
+    ])
     .where('s.code', '=', supplierCode)
     .where('a.external_account_number', '=', externalAccountNumber)
     .forNoKeyUpdate('a')
@@ -35,7 +71,16 @@ export async function lockImportedAccount(trx: Executor, supplierCode: string, e
   if (!row) {
     throw notFound('account_not_found', `No imported account for supplier '${supplierCode}' and account '${externalAccountNumber}'.`);
   }
-  const supplier = await trx.selectFrom('import_suppliers').selectAll().where('code', '=', supplierCode).executeTakeFirstOrThrow();
+  const supplier: ImportSupplier = {
+    id: row.supplier_id,
+    code: row.supplier_code,
+    name: row.supplier_name,
+    status: row.supplier_status,
+    documents_root: row.supplier_documents_root,
+    send_customer_emails: row.supplier_send_customer_emails,
+    created_at: row.supplier_created_at,
+    updated_at: row.supplier_updated_at,
+  };
   assertMigrationOngoing(supplier);
   return {
     id: row.id,
@@ -44,4 +89,9 @@ export async function lockImportedAccount(trx: Executor, supplierCode: string, e
     lastStatementClosingDate: row.last_statement_closing_date,
     supplier,
   };
+}
+
+/** Runs one extras import's writes in a transaction of its own, under the account's lock (the REST door). */
+export function runLocked<T>(db: Kysely<Database>, pair: AccountPair, write: LockedWrite<T>): Promise<T> {
+  return db.transaction().execute(async (trx) => write(trx, await lockImportedAccount(trx, pair.import_supplier, pair.external_account_number)));
 }

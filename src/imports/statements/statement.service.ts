@@ -5,7 +5,7 @@ import type { DocumentStore } from '../../documents/document-store.js';
 import { AppError, item, type ErrorItem } from '../../errors.js';
 import { supplierForChecks } from '../shared/account-lookup.js';
 import { checkDocument } from '../shared/documents.js';
-import { lockImportedAccount } from '../shared/imported-account.js';
+import { runLocked, type ExtrasContext, type LockedWrite } from '../shared/imported-account.js';
 import { issuesToItems, sortByEntry } from '../shared/validation.js';
 import { makeStatementsRequestSchema, type StatementInput } from './statement.schemas.js';
 
@@ -36,12 +36,19 @@ export function createStatementService(deps: StatementServiceDeps) {
    * Imports historical statements all or nothing. A statement_id the account already has is
    * skipped and reported STATEMENT_ALREADY_EXISTS; periods may not overlap; PDFs must be in storage.
    */
-  async function importStatements(input: unknown, executor?: Executor): Promise<StatementsResult> {
-    const db = executor ?? deps.db;
+  async function importStatements(input: unknown): Promise<StatementsResult> {
+    const write = await prepareStatements(input);
+    const pair = input as { import_supplier: string; external_account_number: string };
+    return runLocked(deps.db, pair, write);
+  }
+
+  /** Everything that can be checked before the account is locked (fields, storage); the writes come back to run under the lock. */
+  async function prepareStatements(input: unknown, ctx: ExtrasContext = {}): Promise<LockedWrite<StatementsResult>> {
+    const db = ctx.db ?? deps.db;
     // Field problems and storage problems are reported together: one item per problem.
     const parsed = schema.safeParse(input, { reportInput: true });
     const problems: ErrorItem[] = parsed.success ? [] : issuesToItems(parsed.error.issues);
-    const supplier = await supplierForChecks(db, input, problems.length > 0);
+    const supplier = await supplierForChecks(db, input, problems.length > 0, ctx.supplier);
     const rawStatements = Array.isArray((input as { statements?: unknown } | null)?.statements) ? (input as { statements: unknown[] }).statements : [];
     for (const [i, raw] of rawStatements.entries()) {
       const path = (raw as { statement_path?: unknown } | null)?.statement_path;
@@ -53,8 +60,7 @@ export function createStatementService(deps: StatementServiceDeps) {
     if (!parsed.success) throw new AppError(400, 'invalid_request', 'Invalid request.', sortByEntry(problems, 'statements'));
     const req = parsed.data;
 
-    const write = async (trx: Executor): Promise<StatementsResult> => {
-      const account = await lockImportedAccount(trx, req.import_supplier, req.external_account_number);
+    return async (trx, account) => {
       const existing = await trx
         .selectFrom('historical_statements')
         .select(['statement_id', 'bill_period_from_date as from', 'bill_period_to_date as to'])
@@ -105,10 +111,9 @@ export function createStatementService(deps: StatementServiceDeps) {
       }
       return { import_supplier: req.import_supplier, external_account_number: req.external_account_number, statements: out };
     };
-    return executor ? write(executor) : deps.db.transaction().execute(write);
   }
 
-  return { importStatements };
+  return { importStatements, prepareStatements };
 }
 
 export type StatementService = ReturnType<typeof createStatementService>;

@@ -4,7 +4,7 @@ import { chunkRows } from '../../db/chunked.js';
 import type { Database, Executor } from '../../db/database.js';
 import { AppError } from '../../errors.js';
 import { findImportedAccountSupplier } from '../shared/account-lookup.js';
-import { lockImportedAccount, type ImportedAccount } from '../shared/imported-account.js';
+import { runLocked, type ExtrasContext, type ImportedAccount, type LockedWrite } from '../shared/imported-account.js';
 import { issuesToItems, parseOrThrow } from '../shared/validation.js';
 import {
   transactionSchema,
@@ -67,15 +67,20 @@ export function createTransactionService(deps: TransactionServiceDeps) {
    * Imports a request's transactions all or nothing. Each is checked in input order; the first that
    * fails aborts the request (nothing written) and is the one reported.
    */
-  async function importTransactions(input: unknown, query: unknown, executor?: Executor): Promise<TransactionResult[]> {
+  async function importTransactions(input: unknown, query: unknown): Promise<TransactionResult[]> {
+    const write = await prepareTransactions(input, query);
+    const pair = input as { import_supplier: string; external_account_number: string };
+    return runLocked(deps.db, pair, write);
+  }
+
+  /** The request's checks that need no lock; the rest (they depend on what the account holds) run with the writes, under the lock. */
+  async function prepareTransactions(input: unknown, query: unknown, ctx: ExtrasContext = {}): Promise<LockedWrite<TransactionResult[]>> {
     const req = parseOrThrow(transactionsRequestSchema, input, 'invalid_request', 'Invalid request.');
     const opts = parseOrThrow(transactionsQuerySchema, query ?? {}, 'invalid_request', 'Invalid query parameters.');
-    const db = executor ?? deps.db;
-    await findImportedAccountSupplier(db, req.import_supplier, req.external_account_number);
+    await findImportedAccountSupplier(ctx.db ?? deps.db, req.import_supplier, req.external_account_number, ctx.supplier);
     const parsed = req.transactions.map((raw, i) => parseOne(raw, i));
 
-    const write = async (trx: Executor): Promise<TransactionResult[]> => {
-      const account = await lockImportedAccount(trx, req.import_supplier, req.external_account_number);
+    return async (trx, account) => {
       const today = utcDate(deps.clock.now());
       const start = await openPeriodStart(trx, account);
       const ids = parsed.flatMap((p) => (p.ok ? [p.tx.transaction_id] : []));
@@ -148,10 +153,9 @@ export function createTransactionService(deps: TransactionServiceDeps) {
       }
       return results;
     };
-    return executor ? write(executor) : deps.db.transaction().execute(write);
   }
 
-  return { importTransactions };
+  return { importTransactions, prepareTransactions };
 }
 
 export type TransactionService = ReturnType<typeof createTransactionService>;
