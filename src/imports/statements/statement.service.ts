@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import { utcDate, type Clock } from '../../clock.js';
-import type { Database, Executor } from '../../db/database.js';
+import type { Database } from '../../db/database.js';
 import type { DocumentStore } from '../../documents/document-store.js';
 import { AppError, item, type ErrorItem } from '../../errors.js';
 import { supplierForChecks } from '../shared/account-lookup.js';
