@@ -1,4 +1,5 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { batchedLookup } from '../db/batched.js';
 import type { Executor } from '../db/database.js';
 
 /**
@@ -62,9 +63,23 @@ export async function verifyApiKey(db: Executor, presented: string): Promise<str
   return ok && row.revoked_at === null ? row.id : null;
 }
 
+const KEY_ID = /^\d{1,18}$/;
+
+/**
+ * isApiKeyActive for the request path: the same answer, read fresh for every request, but the
+ * requests in flight together share one query.
+ */
+export function createApiKeyActivity(db: Executor): (id: string) => Promise<boolean> {
+  const revokedAt = batchedLookup<string, Date | null>(async (ids) => {
+    const rows = await db.selectFrom('api_keys').select(['id', 'revoked_at']).where('id', 'in', [...ids]).execute();
+    return new Map(rows.map((r) => [r.id, r.revoked_at]));
+  });
+  return async (id) => KEY_ID.test(id) && (await revokedAt(id)) === null;
+}
+
 /** True while the key exists and is not revoked: checked on every authenticated request. */
 export async function isApiKeyActive(db: Executor, id: string): Promise<boolean> {
-  if (!/^\d{1,18}$/.test(id)) return false;
+  if (!KEY_ID.test(id)) return false;
   const row = await db.selectFrom('api_keys').select('revoked_at').where('id', '=', id).executeTakeFirst();
   return row !== undefined && row.revoked_at === null;
 }

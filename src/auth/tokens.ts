@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { errors as joseErrors, jwtVerify, SignJWT, type JWTPayload } from 'jose';
+import { LRUCache } from 'lru-cache';
 
 export const ACCESS_TOKEN_TTL_S = 60 * 60;
 export const REFRESH_TOKEN_TTL_S = 7 * 24 * 60 * 60;
@@ -18,9 +19,18 @@ export type VerifyResult =
   | { ok: true; claims: Claims }
   | { ok: false; reason: 'expired' | 'invalid' };
 
-/** Signs and verifies our HS256 tokens. The algorithm is pinned: `alg: none` and others are refused. */
+/** How many verified tokens each process remembers (about 300 bytes each). */
+const VERIFIED_CACHE_SIZE = 10_000;
+
+/**
+ * Signs and verifies our HS256 tokens. The algorithm is pinned: `alg: none` and others are refused.
+ * A client sends the same access token on every request for an hour, so a token whose signature
+ * was verified is remembered (by its exact text) with its claims: a repeat skips the HMAC, but its
+ * expiry is checked against the clock every time, as is the key's revocation (by the caller).
+ */
 export class TokenService {
   private readonly key: Uint8Array;
+  private readonly verified = new LRUCache<string, { claims: Claims; use: unknown }>({ max: VERIFIED_CACHE_SIZE });
 
   constructor(secret: string, private readonly now: () => Date) {
     if (Buffer.byteLength(secret) < 32) throw new Error('token secret must be at least 32 bytes');
@@ -42,6 +52,13 @@ export class TokenService {
   }
 
   async verify(token: string, use: TokenUse): Promise<VerifyResult> {
+    const known = this.verified.get(token);
+    if (known) {
+      if (known.use !== use) return { ok: false, reason: 'invalid' };
+      // jose's own rule, with clockTolerance 0: expired once now >= exp.
+      if (Math.floor(this.now().getTime() / 1000) >= known.claims.exp) return { ok: false, reason: 'expired' };
+      return { ok: true, claims: known.claims };
+    }
     try {
       const { payload } = await jwtVerify(token, this.key, {
         algorithms: [ALG],
@@ -50,8 +67,11 @@ export class TokenService {
         clockTolerance: 0,
         requiredClaims: ['sub', 'iat', 'exp'],
       });
-      if ((payload as JWTPayload & { use?: unknown }).use !== use) return { ok: false, reason: 'invalid' };
-      return { ok: true, claims: { sub: payload.sub!, iat: payload.iat!, exp: payload.exp! } };
+      const claims = { sub: payload.sub!, iat: payload.iat!, exp: payload.exp! };
+      const tokenUse = (payload as JWTPayload & { use?: unknown }).use;
+      this.verified.set(token, { claims, use: tokenUse });
+      if (tokenUse !== use) return { ok: false, reason: 'invalid' };
+      return { ok: true, claims };
     } catch (err) {
       if (err instanceof joseErrors.JWTExpired) return { ok: false, reason: 'expired' };
       return { ok: false, reason: 'invalid' };

@@ -1,5 +1,5 @@
 import type { FastifyRequest } from 'fastify';
-import { isApiKeyActive } from '../auth/api-keys.js';
+import { createApiKeyActivity } from '../auth/api-keys.js';
 import type { TokenService } from '../auth/tokens.js';
 import type { Executor } from '../db/database.js';
 import { AppError } from '../errors.js';
@@ -13,6 +13,7 @@ const unauthorized = (code: string, detail: string) =>
  * Resolves to the API key id; throws a 401 envelope otherwise.
  */
 export function createTokenAuthenticator(db: Executor, tokens: TokenService) {
+  const isApiKeyActive = createApiKeyActivity(db);
   return async (req: FastifyRequest): Promise<string> => {
     const header = req.headers.authorization;
     if (header === undefined || header.trim() === '') {
@@ -26,7 +27,7 @@ export function createTokenAuthenticator(db: Executor, tokens: TokenService) {
         ? unauthorized('token_expired', 'The token has expired; obtain a new one.')
         : unauthorized('authentication_failed', 'Invalid token.');
     }
-    if (!(await isApiKeyActive(db, result.claims.sub))) {
+    if (!(await isApiKeyActive(result.claims.sub))) {
       throw unauthorized('authentication_failed', 'The API key behind this token is no longer valid.');
     }
     return result.claims.sub;

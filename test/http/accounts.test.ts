@@ -97,6 +97,39 @@ describe('validate-account', () => {
     expect((await stage(first)).statusCode).toBe(200);
   });
 
+  it('answers each of 40 concurrent requests for itself: own claims, others\' claims, unknown suppliers, valid', async () => {
+    type Mp = { identifier: string };
+    const mps = (p: Record<string, unknown>) => (p.supply_addresses as Array<{ meter_points: Mp[] }>)[0]!.meter_points;
+    // Owners stage first: their meter points are claimed by them.
+    const owners = Array.from({ length: 10 }, (_, i) => accountPayload(S, `CC-OWN-${i}`));
+    for (const o of owners) expect((await stage(o)).statusCode).toBe(201);
+    const requests = Array.from({ length: 40 }, (_, i) => {
+      const kind = (['own', 'thief', 'unknown', 'valid'] as const)[i % 4]!;
+      const owner = owners[Math.floor(i / 4)]!;
+      if (kind === 'own') return { kind, payload: owner };
+      if (kind === 'unknown') return { kind, payload: accountPayload(`NOPE-${i}`, `CC-${i}`) };
+      const payload = accountPayload(S, `CC-${i}`);
+      // The owner's electricity meter point as this account's second one.
+      if (kind === 'thief') mps(payload)[1] = { ...mps(payload)[0]!, identifier: mps(owner)[0]!.identifier };
+      return { kind, payload };
+    });
+    const answers = await Promise.all(requests.map(async (r) => post('/v1/data-import/validate-account/', r.payload)));
+    answers.forEach((res, i) => {
+      const { kind } = requests[i]!;
+      if (kind === 'own' || kind === 'valid') {
+        expect(res.statusCode, `${i} ${kind}`).toBe(200);
+        expect(res.json().external_account_number).toBe((requests[i]!.payload as { external_account_number: string }).external_account_number);
+      } else {
+        expect(res.statusCode, `${i} ${kind}`).toBe(400);
+        const expected =
+          kind === 'thief'
+            ? [expect.objectContaining({ code: 'meter_point_already_registered', attr: 'supply_addresses.0.meter_points.1.identifier' })]
+            : [expect.objectContaining({ code: 'import_supplier_not_found', attr: 'import_supplier' })];
+        expect(res.json().errors, `${i} ${kind}`).toEqual(expected);
+      }
+    });
+  });
+
   it('answers 400 invalid_json for a malformed body and 415 for another content type', async () => {
     const bad = await ctx.app.inject({
       method: 'POST',

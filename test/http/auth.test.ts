@@ -145,6 +145,12 @@ describe('ObtainToken', () => {
     await expect401(`Token ${t.refreshToken}`, 'authentication_failed');
     await expectRefused({ refreshToken: t.token }, 'KT-CT-1135');
     await expectRefused({ refreshToken: 'garbage' }, 'KT-CT-1135');
+    // The same, after each token has been accepted for its own use (verified tokens are remembered).
+    const u = await obtain({ APIKey: key.key });
+    expect((await pending(`Token ${u.token}`)).statusCode).toBe(200);
+    await obtain({ refreshToken: u.refreshToken });
+    await expectRefused({ refreshToken: u.token }, 'KT-CT-1135');
+    await expect401(`Token ${u.refreshToken}`, 'authentication_failed');
   });
 
   it('stops renewing once the API key is revoked', async () => {
@@ -205,6 +211,16 @@ describe('Authorization: Token on REST', () => {
     expect((await pending(`Token ${t.token}`)).statusCode).toBe(200);
     await revokeApiKey(ctx.deps.db, key.name, ctx.clock.now());
     await expect401(`Token ${t.token}`, 'authentication_failed');
+  });
+
+  it('locks a revoked key out while requests of other keys are in flight with it', async () => {
+    const [a, b] = [await newKey(), await newKey()];
+    const [ta, tb] = [await obtain({ APIKey: a.key }), await obtain({ APIKey: b.key })];
+    await revokeApiKey(ctx.deps.db, a.name, ctx.clock.now());
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, async (_, i) => (await pending(`Token ${(i % 2 === 0 ? ta : tb).token}`)).statusCode),
+    );
+    expect(answers).toEqual(Array.from({ length: 20 }, (_, i) => (i % 2 === 0 ? 401 : 200)));
   });
 
   it('guards every token route: none answers without credentials', async () => {

@@ -110,6 +110,23 @@ export async function findMeterPointClaims(
   return new Set(rows.map((r) => r.identifier));
 }
 
+export interface MeterPointClaimant {
+  supplierId: string;
+  externalAccountNumber: string;
+}
+
+/** Who claims each of these identifiers (absent: nobody). */
+export async function findMeterPointClaimants(db: Executor, identifiers: readonly string[]): Promise<Map<string, MeterPointClaimant>> {
+  if (identifiers.length === 0) return new Map();
+  const rows = await db
+    .selectFrom('meter_point_registrations as r')
+    .innerJoin('account_import_processes as p', 'p.id', 'r.import_process_id')
+    .select(['r.identifier', 'p.import_supplier_id', 'p.external_account_number'])
+    .where('r.identifier', 'in', [...identifiers])
+    .execute();
+  return new Map(rows.map((r) => [r.identifier, { supplierId: r.import_supplier_id, externalAccountNumber: r.external_account_number }]));
+}
+
 /**
  * Makes `identifiers` exactly the set this process claims. Returns the identifiers another
  * process holds (a race lost since validation); the caller rolls back when any are returned.

@@ -9,7 +9,9 @@ import { issuesToItems, parseOrThrow } from '../shared/validation.js';
 import { findSupplierByCode } from '../suppliers/supplier.repository.js';
 import { assertMigrationOngoing, supplierNotFound } from '../suppliers/supplier.rules.js';
 import { findTeamByName } from '../teams/team.repository.js';
+import { batchedLookup } from '../../db/batched.js';
 import {
+  findMeterPointClaimants,
   findMeterPointClaims,
   findProcess,
   lockProcess,
@@ -20,6 +22,7 @@ import {
   replaceMeterPointClaims,
   upsertStagedPayload,
   type ImportProcessRow,
+  type MeterPointClaimant,
   type ListEntry,
   type ListKind,
 } from './account.repository.js';
@@ -113,6 +116,13 @@ const processDoesNotExist = (ext: string) =>
 export function createAccountService(deps: AccountServiceDeps) {
   const schema = makeAccountDataSchema(() => utcDate(deps.clock.now()));
 
+  // The validate endpoint's reads outside any transaction: concurrent requests share each query.
+  const supplierByCode = batchedLookup<string, ImportSupplier>(async (codes) => {
+    const rows = await deps.db.selectFrom('import_suppliers').selectAll().where('code', 'in', [...codes]).execute();
+    return new Map(rows.map((r) => [r.code, r]));
+  });
+  const claimantOf = batchedLookup<string, MeterPointClaimant>(async (identifiers) => findMeterPointClaimants(deps.db, identifiers));
+
   /**
    * Validates an account data object against every rule, including the ones that need the
    * database (supplier exists, meter points not claimed by another account). All problems at once.
@@ -123,7 +133,7 @@ export function createAccountService(deps: AccountServiceDeps) {
     const rawSupplier = (input as { import_supplier?: unknown } | null)?.import_supplier;
     let supplier: ImportSupplier | undefined;
     if (typeof rawSupplier === 'string' && rawSupplier !== '') {
-      supplier = known?.code === rawSupplier ? known : await findSupplierByCode(db, rawSupplier);
+      supplier = known?.code === rawSupplier ? known : db === deps.db ? await supplierByCode(rawSupplier) : await findSupplierByCode(db, rawSupplier);
       if (!supplier) items.push(supplierNotFound(rawSupplier, 'import_supplier').errors[0]!);
     }
     if (parsed.success && supplier) {
@@ -136,10 +146,16 @@ export function createAccountService(deps: AccountServiceDeps) {
   }
 
   async function meterPointClaimErrors(db: Executor, data: AccountData, supplier: ImportSupplier): Promise<ErrorItem[]> {
-    const claimed = await findMeterPointClaims(db, meterPointIdentifiers(data), {
-      supplierId: supplier.id,
-      externalAccountNumber: data.external_account_number,
-    });
+    const identifiers = meterPointIdentifiers(data);
+    const except = { supplierId: supplier.id, externalAccountNumber: data.external_account_number };
+    if (db !== deps.db) return meterPointErrors(data, await findMeterPointClaims(db, identifiers, except));
+    const claimants = await Promise.all(identifiers.map((i) => claimantOf(i)));
+    const claimed = new Set(
+      identifiers.filter((_, k) => {
+        const c = claimants[k];
+        return c !== undefined && (c.supplierId !== except.supplierId || c.externalAccountNumber !== except.externalAccountNumber);
+      }),
+    );
     return meterPointErrors(data, claimed);
   }
 
