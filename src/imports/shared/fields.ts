@@ -221,10 +221,11 @@ export const email = checkedString(
 // Numbers without a country code are read as UK numbers: the service migrates UK accounts.
 const DEFAULT_COUNTRY = 'GB';
 
-function phoneField(accept: (p: PhoneNumber) => boolean, what: string) {
+/** `valid` decides on a parsed number: isValid(), or a check of getType() (which is undefined for an invalid number, so it implies isValid). */
+function phoneField(valid: (p: PhoneNumber) => boolean, what: string) {
   return z.string().transform((s, ctx) => {
     const phone = parsePhoneNumberFromString(s, DEFAULT_COUNTRY);
-    if (!phone || !phone.isValid() || !accept(phone)) {
+    if (!phone || !valid(phone)) {
       addCodedIssue(ctx, 'invalid_phone_number', `${shown(s)} is not a valid ${what}.`);
       return z.NEVER;
     }
@@ -242,7 +243,7 @@ export const mobilePhone = phoneField((p) => {
 }, 'mobile phone number');
 
 /** Any valid phone number, normalised to E.164. */
-export const phoneNumber = phoneField(() => true, 'phone number');
+export const phoneNumber = phoneField((p) => p.isValid(), 'phone number');
 
 /* ------------------------------------------------------------------------------------------ */
 /* Meter point identifiers                                                                     */
