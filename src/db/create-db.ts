@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import type { Database } from './database.js';
@@ -6,9 +7,53 @@ import type { Database } from './database.js';
 pg.types.setTypeParser(pg.types.builtins.DATE, (v) => v);
 pg.types.setTypeParser(pg.types.builtins.NUMERIC, (v) => v);
 
+/** Statements with more parameters than this (big multi-row inserts, whose shapes vary) are not prepared. */
+const MAX_PREPARED_PARAMETERS = 200;
+/** Distinct statements one connection prepares at most; later ones run unnamed. Bounds each backend's memory. */
+const MAX_PREPARED_PER_CONNECTION = 300;
+
+const names = new Map<string, string>();
+/** A statement's name: a digest of its text, so a text always maps to one name on every connection. */
+function statementName(text: string): string {
+  let name = names.get(text);
+  if (name === undefined) {
+    name = `k${createHash('sha1').update(text).digest('base64url')}`;
+    if (names.size >= 5_000) names.clear();
+    names.set(text, name);
+  }
+  return name;
+}
+
+/**
+ * A pg client that runs Kysely's parameterised statements as named prepared statements: each
+ * distinct text is parsed and planned once per connection, then only bound and executed. The
+ * queue workers run the same few dozen statements for every account, and the profile showed
+ * PostgreSQL spending much of its time parsing and planning them. Texts with many parameters are
+ * left unnamed (their shapes vary with the row count), and each connection prepares a bounded
+ * number, so a backend's memory stays bounded.
+ */
+class PreparingClient extends pg.Client {
+  readonly #prepared = new Set<string>();
+
+  // pg's overloads: only the (text, values) form Kysely uses is changed; everything else passes through.
+  override query(...args: unknown[]): never {
+    const [text, values, callback] = args;
+    if (typeof text === 'string' && Array.isArray(values) && values.length > 0 && values.length <= MAX_PREPARED_PARAMETERS && callback === undefined) {
+      const name = statementName(text);
+      if (this.#prepared.has(name) || this.#prepared.size < MAX_PREPARED_PER_CONNECTION) {
+        this.#prepared.add(name);
+        return (super.query as unknown as (config: pg.QueryConfig) => never)({ name, text, values });
+      }
+    }
+    return (super.query as unknown as (...a: unknown[]) => never)(...args);
+  }
+}
+
 export interface DbOptions {
   /** Pool size; the default suits one API process. */
   max?: number;
+  /** Named prepared statements (default on). Turn off behind a pooler in transaction mode (PgBouncer before 1.21). */
+  preparedStatements?: boolean;
   /** Runs on every pool error (idle clients dropped by the server): logged, never thrown. */
   onPoolError?: (err: Error) => void;
 }
@@ -19,6 +64,7 @@ export function createDb(connectionString: string, options: DbOptions = {}): { d
     max: options.max ?? 20,
     connectionTimeoutMillis: 5_000,
     idleTimeoutMillis: 30_000,
+    ...(options.preparedStatements === false ? {} : { Client: PreparingClient }),
   });
   pool.on('error', (err) => options.onPoolError?.(err));
   // The pool listens only to idle clients. A connection killed mid-transaction emits 'error' on the
