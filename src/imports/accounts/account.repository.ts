@@ -131,12 +131,15 @@ export async function findMeterPointClaimants(db: Executor, identifiers: readonl
  * Makes `identifiers` exactly the set this process claims. Returns the identifiers another
  * process holds (a race lost since validation); the caller rolls back when any are returned.
  */
-export async function replaceMeterPointClaims(trx: Executor, processId: string, identifiers: readonly string[]): Promise<string[]> {
-  await trx
-    .deleteFrom('meter_point_registrations')
-    .where('import_process_id', '=', processId)
-    .$if(identifiers.length > 0, (q) => q.where('identifier', 'not in', identifiers))
-    .execute();
+export async function replaceMeterPointClaims(trx: Executor, processId: string, identifiers: readonly string[], freshProcess = false): Promise<string[]> {
+  // A process row inserted by this transaction has no claims to drop yet.
+  if (!freshProcess) {
+    await trx
+      .deleteFrom('meter_point_registrations')
+      .where('import_process_id', '=', processId)
+      .$if(identifiers.length > 0, (q) => q.where('identifier', 'not in', identifiers))
+      .execute();
+  }
   if (identifiers.length === 0) return [];
   const claimed = await trx
     .insertInto('meter_point_registrations')

@@ -167,10 +167,14 @@ export function createAccountService(deps: AccountServiceDeps) {
   async function stageIn(trx: Executor, input: unknown, known?: ImportSupplier): Promise<StageResult> {
     {
       const { data, supplier } = await validate(trx, input, known);
-      const existing = await findProcess(trx, supplier.id, data.external_account_number);
-      if (existing?.account_id) throw alreadyImported(supplier.code, existing);
-      if (existing?.marked_to_skip) throw markedToSkip(data.external_account_number);
-      assertMigrationOngoing(supplier, 'import_supplier');
+      if (supplier.status !== 'ONGOING') {
+        // The pair's own state answers before the supplier's status (already imported, skipped).
+        const existing = await findProcess(trx, supplier.id, data.external_account_number);
+        if (existing?.account_id) throw alreadyImported(supplier.code, existing);
+        if (existing?.marked_to_skip) throw markedToSkip(data.external_account_number);
+        assertMigrationOngoing(supplier, 'import_supplier');
+      }
+      // The upsert refuses an imported or skipped pair; only then is the row read, to say which.
       const row = await upsertStagedPayload(trx, supplier.id, data.external_account_number, data, deps.clock.now());
       if (!row) {
         // A concurrent process or skip won the row between our read and our write: report its state.
@@ -178,7 +182,7 @@ export function createAccountService(deps: AccountServiceDeps) {
         if (now?.account_id) throw alreadyImported(supplier.code, now);
         throw markedToSkip(data.external_account_number);
       }
-      const lost = await replaceMeterPointClaims(trx, row.id, meterPointIdentifiers(data));
+      const lost = await replaceMeterPointClaims(trx, row.id, meterPointIdentifiers(data), row.first);
       if (lost.length > 0) {
         throw new AppError(400, 'account_failed_validation', FAILED_VALIDATION, meterPointErrors(data, new Set(lost)));
       }
