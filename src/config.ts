@@ -23,6 +23,8 @@ const envSchema = z
       .default('postgres://postgres@127.0.0.1:5432/data_import'),
     /** Connections each process keeps to PostgreSQL (the server allows 100 by default, for every process together). */
     DATABASE_POOL_SIZE: optionalInt(20).pipe(z.number().int().min(1).max(500)),
+    /** Named prepared statements; 'false' behind a pooler in transaction mode that cannot keep them (PgBouncer before 1.21). */
+    DATABASE_PREPARED_STATEMENTS: z.enum(['true', 'false']).default('true'),
     REDIS_URL: z.string().url().default('redis://127.0.0.1:6379'),
     /** Prefix of every Redis key this deployment owns (queues, semaphore, markers). */
     REDIS_PREFIX: z
@@ -129,6 +131,7 @@ export interface Config {
   readonly host: string;
   readonly databaseUrl: string;
   readonly databasePoolSize: number;
+  readonly databasePreparedStatements: boolean;
   readonly redisUrl: string;
   readonly redisPrefix: string;
   readonly tokenSecret: string;
@@ -176,6 +179,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     host: e.HOST,
     databaseUrl: e.DATABASE_URL,
     databasePoolSize: e.DATABASE_POOL_SIZE,
+    databasePreparedStatements: e.DATABASE_PREPARED_STATEMENTS === 'true',
     redisUrl: e.REDIS_URL,
     redisPrefix: e.REDIS_PREFIX,
     tokenSecret: e.TOKEN_SECRET ?? DEVELOPMENT_TOKEN_SECRET,

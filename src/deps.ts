@@ -47,6 +47,7 @@ export function createDeps(config: Config, overrides: DepsOverrides = {}): Deps 
   const log = overrides.log ?? createLogger(config.logLevel);
   const { db, pool } = createDb(config.databaseUrl, {
     max: overrides.dbPoolSize ?? config.databasePoolSize,
+    preparedStatements: config.databasePreparedStatements,
     onPoolError: (err) => log.warn({ err }, 'idle PostgreSQL client error'),
   });
   // maxRetriesPerRequest null: commands wait for a reconnect instead of failing (BullMQ requires it).
