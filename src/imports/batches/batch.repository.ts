@@ -26,7 +26,8 @@ export async function findBatch(db: Executor, id: string): Promise<BatchRow | un
 export interface NewItem {
   line: number;
   external_account_number: string | null;
-  bundle: unknown;
+  /** The bundle as JSON text, or null for a line that was not a bundle. */
+  bundleJson: string | null;
   stage: ItemStage;
   state: ItemState;
   error: unknown;
@@ -41,7 +42,7 @@ export async function insertItems(db: Executor, batchId: string, items: readonly
         batch_id: batchId,
         line: i.line,
         external_account_number: i.external_account_number,
-        bundle: i.bundle === null ? null : JSON.stringify(i.bundle),
+        bundle: i.bundleJson,
         stage: i.stage,
         state: i.state,
         error: i.error === null ? null : JSON.stringify(i.error),
