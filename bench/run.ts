@@ -2,7 +2,7 @@
 /**
  * `npm run bench`: the service's throughput figures on the local PostgreSQL and Redis, in one run.
  *
- *   cohort   a generated cohort uploaded as one batch, driven by a separate worker process
+ *   cohort   a generated cohort uploaded as one batch, driven by separate worker processes (default one)
  *   ceiling  the same rows written by a tight pg loop (what PostgreSQL allows here)
  *   peer     a smaller cohort through the REST endpoints, as suppliers' scripts do today
  *   http     the validate endpoint under autocannon, next to a bare route of the same server
@@ -20,7 +20,7 @@ import { parseArgs, USAGE, UsageError, type BenchOptions, type Scenario } from '
 import { runCeiling } from './lib/ceiling.js';
 import { cleanup, installSignalHandlers, isCleaningUp } from './lib/cleanup.js';
 import { cohortAvoiding, writeCohortFile, type CohortFile } from './lib/cohort.js';
-import { checkpoint, createBenchEnv, obtainToken, setupSupplier, setupTeam, startApi, startWorkerProcess, type BenchEnv } from './lib/env.js';
+import { checkpoint, createBenchEnv, obtainToken, setupSupplier, setupTeam, startApi, startWorkerProcesses, stopWorkerProcesses, type BenchEnv } from './lib/env.js';
 import { runHttp } from './lib/http-load.js';
 import { runPeer } from './lib/peer.js';
 import { runCohort } from './lib/pipeline.js';
@@ -92,15 +92,16 @@ async function main(): Promise<number> {
 
     if (has('cohort')) {
       results.cohort = await scenario('cohort', async () => {
-        await startWorkerProcess(env);
-        log(`  worker process (pid ${env.workers!.pid}) connected to every stage queue`);
+        await startWorkerProcesses(env, opts.workerProcesses);
+        const pids = env.workers.map((w) => w.pid).join(', ');
+        log(opts.workerProcesses === 1 ? `  worker process (pid ${pids}) connected to every stage queue` : `  ${opts.workerProcesses} worker processes (pids ${pids}) connected to every stage queue`);
         await checkpoint(env.databaseUrl);
         let keys = 0;
         try {
           return await runCohort(env, () => obtainToken(env, `bench-cohort-${++keys}`), SUPPLIERS.cohort, cohortFile!, { settleMs, log });
         } finally {
           // The remaining scenarios do not use the workers, and the upload must run without them.
-          await env.workers?.stop();
+          await stopWorkerProcesses(env);
         }
       });
     }
@@ -131,7 +132,7 @@ async function main(): Promise<number> {
 
     if (has('upload')) {
       results.upload = await scenario('upload', async () => {
-        if (env.workers?.running()) await env.workers.stop();
+        await stopWorkerProcesses(env);
         await checkpoint(env.databaseUrl);
         const token = await obtainToken(env, 'bench-upload');
         return runUpload(env, token, SUPPLIERS.upload, opts.uploadLines, settleMs);

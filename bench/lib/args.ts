@@ -15,6 +15,8 @@ export interface BenchOptions {
   /** Seconds of unmeasured load before each autocannon measurement. */
   httpWarmupSeconds: number;
   ceilingConcurrency: number;
+  /** Worker processes (each `node dist/workers/all.js`) driving the cohort, on the same database and Redis prefix. */
+  workerProcesses: number;
   keep: boolean;
   build: boolean;
   /** Run the service processes with --cpu-prof (profiles kept in bench/results/profiles-<date>/). */
@@ -35,6 +37,9 @@ export const USAGE = `usage: npm run bench -- [options]
   --http-seconds S        autocannon duration per route (default 10)
   --http-connections N    autocannon connections (default 50)
   --ceiling-concurrency N concurrent loops (and pool size) of the ceiling (default 16)
+  --worker-processes N    worker processes driving the cohort, as a deployment scaling past one
+                          process runs them (default 1); CPU 'workers' is their sum, peak RSS
+                          'workers' the largest single process's, each process's in the JSON
   --keep                  keep the bench databases (names are printed) instead of dropping them
   --no-build              use dist/ as it is instead of running npm run build first
   --profile               run the API and workers with --cpu-prof; profiles are kept in
@@ -90,6 +95,7 @@ export function parseArgs(argv: readonly string[]): BenchOptions | 'help' {
     httpConnections: int('http-connections', smoke ? 10 : 50),
     httpWarmupSeconds: smoke ? 1 : 2,
     ceilingConcurrency: int('ceiling-concurrency', 16),
+    workerProcesses: int('worker-processes', 1),
     keep: flags.get('keep') === true,
     build: flags.get('no-build') !== true,
     profile: flags.get('profile') === true,
@@ -98,4 +104,4 @@ export function parseArgs(argv: readonly string[]): BenchOptions | 'help' {
 }
 
 const BOOLEAN_FLAGS = new Set(['smoke', 'keep', 'no-build', 'profile', 'help']);
-const VALUE_FLAGS = new Set(['only', 'accounts', 'peer-accounts', 'peer-clients', 'upload-lines', 'http-seconds', 'http-connections', 'ceiling-concurrency', 'out']);
+const VALUE_FLAGS = new Set(['only', 'accounts', 'peer-accounts', 'peer-clients', 'upload-lines', 'http-seconds', 'http-connections', 'ceiling-concurrency', 'worker-processes', 'out']);

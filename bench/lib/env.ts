@@ -42,7 +42,8 @@ export interface BenchEnv {
   readonly tokenSecret: string;
   api: Service | undefined;
   apiUrl: string;
-  workers: Service | undefined;
+  /** The worker processes, in start order; a restarted one takes its predecessor's place. */
+  workers: Service[];
   /** Node flags for the service processes (--cpu-prof when profiling). */
   nodeFlags: string[];
   /** A fresh migrated database next to the main one (the ceiling writes there); dropped with the run. */
@@ -140,7 +141,7 @@ export async function createBenchEnv(opts: { root: string; keep: boolean; log: (
     tokenSecret: randomBytes(32).toString('base64url'),
     api: undefined,
     apiUrl: '',
-    workers: undefined,
+    workers: [],
     nodeFlags: [],
     async siblingDatabase(suffix) {
       const url = withDatabase(baseUrl, `${dbName}_${suffix}`);
@@ -176,12 +177,33 @@ export async function startApi(env: BenchEnv): Promise<Service> {
   return api;
 }
 
-/** The compiled worker process, every queue in one process (`worker` in the Procfile). */
-export async function startWorkerProcess(env: BenchEnv): Promise<Service> {
-  const workers = startService('workers', env.root, 'dist/workers/all.js', serviceEnv(commonEnv(env)), env.nodeFlags);
-  onCleanup('stop the worker process', () => workers.stop());
-  env.workers = workers;
-  await waitForWorkers(workers, env.redis, env.redisPrefix);
+/**
+ * The compiled worker process, every queue in one process (`worker` in the Procfile), `count` times
+ * over as a deployment scaling past one process runs it: all on the same database and Redis prefix.
+ */
+export async function startWorkerProcesses(env: BenchEnv, count: number): Promise<void> {
+  const started = Array.from({ length: count }, (_, slot) => spawnWorkerProcess(env, slot, count));
+  await waitForWorkers(started, env.workers, env.redis, env.redisPrefix);
+}
+
+/** Replaces the worker processes at `slots`, which have exited, as a process supervisor would. */
+export async function restartWorkerProcesses(env: BenchEnv, slots: readonly number[]): Promise<void> {
+  const started = slots.map((slot) => spawnWorkerProcess(env, slot, env.workers.length));
+  await waitForWorkers(started, env.workers, env.redis, env.redisPrefix);
+}
+
+/** Stops every worker process still running. */
+export async function stopWorkerProcesses(env: BenchEnv): Promise<void> {
+  await Promise.all(env.workers.map((w) => w.stop()));
+}
+
+/** How logs and problems name worker process `slot` of `count` (as they always have when there is one). */
+export const workerProcessName = (slot: number, count: number): string => (count === 1 ? 'the worker process' : `worker process ${slot + 1}`);
+
+function spawnWorkerProcess(env: BenchEnv, slot: number, count: number): Service {
+  const workers = startService(count === 1 ? 'workers' : `workers ${slot + 1}`, env.root, 'dist/workers/all.js', serviceEnv(commonEnv(env)), env.nodeFlags);
+  onCleanup(`stop ${workerProcessName(slot, count)}`, () => workers.stop());
+  env.workers[slot] = workers;
   return workers;
 }
 

@@ -3,14 +3,16 @@ import { CLK_TCK, groupTicks, machineBusyTicks, mb, postgresProcesses, readMemor
 /** The processes a scenario is measured over; a child that is not running is simply absent. */
 export interface Tracked {
   api?: number | undefined;
-  workers?: number | undefined;
+  /** One pid per worker process, in a fixed order (a restarted process takes its predecessor's place). */
+  workers?: readonly number[] | undefined;
 }
 
 /**
- * api, workers: the service processes. postgres: backends of the bench's databases plus the
- * server's helper processes (WAL writer, checkpointer…). pg_other: every other PostgreSQL backend
- * (other databases on a shared server) and backends that exited. redis: the whole server.
- * bench: this process (load generator, sandbox vendor). machine: all busy CPU time of the machine.
+ * api, workers: the service processes (workers: every worker process together). postgres: backends
+ * of the bench's databases plus the server's helper processes (WAL writer, checkpointer…).
+ * pg_other: every other PostgreSQL backend (other databases on a shared server) and backends that
+ * exited. redis: the whole server. bench: this process (load generator, sandbox vendor).
+ * machine: all busy CPU time of the machine.
  */
 export type CpuName = 'api' | 'workers' | 'postgres' | 'redis' | 'bench' | 'pg_other' | 'machine';
 export const CPU_NAMES: readonly CpuName[] = ['api', 'workers', 'postgres', 'redis', 'bench', 'pg_other', 'machine'];
@@ -25,18 +27,13 @@ export function countDatabaseAsOwn(name: string): void {
 
 interface Snapshot {
   at: number;
-  ticks: Partial<Record<'api' | 'workers' | 'redis' | 'machine', number>>;
+  ticks: Partial<Record<'redis' | 'machine', number>>;
   pg: { byPid: Map<number, { ticks: number; kind: 'ours' | 'helper' | 'other' }>; total: number } | null;
   benchUs: number;
 }
 
-function snapshot(tracked: Tracked): Snapshot {
+function snapshot(): Snapshot {
   const ticks: Snapshot['ticks'] = {};
-  for (const name of ['api', 'workers'] as const) {
-    const pid = tracked[name];
-    const stat = pid === undefined ? null : readStat(pid);
-    if (stat) ticks[name] = stat.self;
-  }
   const redis = groupTicks('redis-server');
   if (redis) ticks.redis = redis.ticks;
   const machine = machineBusyTicks();
@@ -49,15 +46,36 @@ function snapshot(tracked: Tracked): Snapshot {
   return { at: performance.now(), ticks, pg, benchUs: u.user + u.system };
 }
 
+/** One worker process's own figures (a restarted one's include its predecessors'). */
+export interface ProcessFigures {
+  cpu_s?: number;
+  peak_rss_mb?: number;
+}
+
 export interface Measured {
   seconds: number;
   cpu: CpuSeconds;
   peakRssMb: Partial<Record<'api' | 'workers', number>>;
   peakRssScope: 'scenario' | 'process lifetime';
+  /** Each worker process's figures, in the order of Tracked.workers (cpu.workers is their sum, peakRssMb.workers their largest). */
+  workerProcesses: ProcessFigures[];
 }
 
 type Service = 'api' | 'workers';
 const SERVICES: readonly Service[] = ['api', 'workers'];
+
+/** A service process the meter follows, and the ones it replaced (track). */
+interface Followed {
+  pid: number | undefined;
+  /** Its ticks at start(); 0 for a process started since, whose whole life counts. */
+  base: number | undefined;
+  /** Its CPU and peak when last sampled, in case it dies before stop(). */
+  last: { ticks: number; hwmKb: number } | undefined;
+  /** What the processes it replaced had used when last sampled, and their largest peak. */
+  retired: { ticks: number; hwmKb: number };
+}
+
+const pidsOf = (tracked: Tracked): Record<Service, ReadonlyArray<number | undefined>> => ({ api: [tracked.api], workers: tracked.workers ?? [] });
 
 /**
  * CPU seconds each process spent between start() and stop(), plus the peak RSS of the service
@@ -66,62 +84,80 @@ const SERVICES: readonly Service[] = ['api', 'workers'];
  * last sampled, plus the whole life of the new one.
  */
 export class Meter {
-  readonly #tracked: Tracked;
+  readonly #followed: Record<Service, Followed[]>;
   #start: Snapshot | undefined;
   #peakReset: boolean[] = [];
-  readonly #retired: Record<Service, { ticks: number; hwmKb: number }> = { api: { ticks: 0, hwmKb: 0 }, workers: { ticks: 0, hwmKb: 0 } };
-  readonly #base: Partial<Record<Service, number>> = {};
-  readonly #last: Partial<Record<Service, { ticks: number; hwmKb: number }>> = {};
 
   constructor(tracked: Tracked) {
-    this.#tracked = { ...tracked };
+    const pids = pidsOf(tracked);
+    const follow = (pid: number | undefined): Followed => ({ pid, base: undefined, last: undefined, retired: { ticks: 0, hwmKb: 0 } });
+    this.#followed = { api: pids.api.map(follow), workers: pids.workers.map(follow) };
+  }
+
+  #all(): Followed[] {
+    return SERVICES.flatMap((name) => this.#followed[name]);
   }
 
   start(): void {
-    for (const name of SERVICES) {
-      const pid = this.#tracked[name];
-      if (pid !== undefined) this.#peakReset.push(resetPeak(pid));
+    for (const f of this.#all()) if (f.pid !== undefined) this.#peakReset.push(resetPeak(f.pid));
+    this.#start = snapshot();
+    for (const f of this.#all()) {
+      const stat = f.pid === undefined ? null : readStat(f.pid);
+      if (stat) f.base = stat.self;
     }
-    this.#start = snapshot(this.#tracked);
-    for (const name of SERVICES) if (this.#start.ticks[name] !== undefined) this.#base[name] = this.#start.ticks[name];
     this.sample();
   }
 
   /** Remembers the service processes' current CPU and peak, in case they die before stop(). */
   sample(): void {
-    for (const name of SERVICES) {
-      const pid = this.#tracked[name];
-      const stat = pid === undefined ? null : readStat(pid);
-      const mem = pid === undefined ? null : readMemory(pid);
-      if (stat) this.#last[name] = { ticks: stat.self, hwmKb: mem?.hwmKb ?? 0 };
+    for (const f of this.#all()) {
+      const stat = f.pid === undefined ? null : readStat(f.pid);
+      const mem = f.pid === undefined ? null : readMemory(f.pid);
+      if (stat) f.last = { ticks: stat.self, hwmKb: mem?.hwmKb ?? 0 };
     }
   }
 
-  /** Follows a restarted service process from now on. */
+  /** Follows restarted service processes from now on (`tracked` lists the processes in the constructor's order). */
   track(tracked: Tracked): void {
+    const pids = pidsOf(tracked);
     for (const name of SERVICES) {
-      const pid = tracked[name];
-      if (pid === undefined || pid === this.#tracked[name]) continue;
-      const last = this.#last[name];
-      if (last) {
-        this.#retired[name].ticks += last.ticks - (this.#base[name] ?? 0);
-        this.#retired[name].hwmKb = Math.max(this.#retired[name].hwmKb, last.hwmKb);
-      }
-      this.#tracked[name] = pid;
-      this.#base[name] = 0;
-      delete this.#last[name];
+      pids[name].forEach((pid, i) => {
+        const f = this.#followed[name][i];
+        if (!f || pid === undefined || pid === f.pid) return;
+        if (f.last) {
+          f.retired.ticks += f.last.ticks - (f.base ?? 0);
+          f.retired.hwmKb = Math.max(f.retired.hwmKb, f.last.hwmKb);
+        }
+        f.pid = pid;
+        f.base = 0;
+        f.last = undefined;
+      });
     }
   }
 
   stop(): Measured {
     const start = this.#start;
     if (!start) throw new Error('meter not started');
-    const end = snapshot(this.#tracked);
+    const end = snapshot();
+    const figures = (f: Followed): { ticks: number | undefined; hwmKb: number } => {
+      const now = (f.pid === undefined ? null : readStat(f.pid))?.self ?? f.last?.ticks;
+      const mem = f.pid === undefined ? null : readMemory(f.pid);
+      return {
+        ticks: now !== undefined && f.base !== undefined ? f.retired.ticks + now - f.base : undefined,
+        hwmKb: Math.max(mem?.hwmKb ?? 0, f.last?.hwmKb ?? 0, f.retired.hwmKb),
+      };
+    };
+    const each = { api: this.#followed.api.map(figures), workers: this.#followed.workers.map(figures) };
     const cpu: CpuSeconds = {};
+    const peakRssMb: Partial<Record<Service, number>> = {};
     for (const name of SERVICES) {
-      const now = end.ticks[name] ?? this.#last[name]?.ticks;
-      const base = this.#base[name];
-      if (now !== undefined && base !== undefined) cpu[name] = (this.#retired[name].ticks + now - base) / CLK_TCK;
+      const ticks = each[name].flatMap((f) => (f.ticks === undefined ? [] : [f.ticks]));
+      // CPU time adds up: with several worker processes, `workers` is what they cost together.
+      if (ticks.length > 0) cpu[name] = ticks.reduce((a, b) => a + b, 0) / CLK_TCK;
+      // Peaks do not: each process reaches its own at its own moment, so `workers` is the largest
+      // single process's peak, which is what sizing one process (its memory limit) needs.
+      const kb = Math.max(0, ...each[name].map((f) => f.hwmKb));
+      if (kb > 0) peakRssMb[name] = Math.round(mb(kb) * 10) / 10;
     }
     for (const name of ['redis', 'machine'] as const) {
       const a = start.ticks[name];
@@ -140,19 +176,16 @@ export class Meter {
       cpu.pg_other = (end.pg.total - start.pg.total - ours) / CLK_TCK;
     }
     cpu.bench = (end.benchUs - start.benchUs) / 1e6;
-    const peakRssMb: Partial<Record<Service, number>> = {};
-    for (const name of SERVICES) {
-      const pid = this.#tracked[name];
-      const mem = pid === undefined ? null : readMemory(pid);
-      const kb = Math.max(mem?.hwmKb ?? 0, this.#last[name]?.hwmKb ?? 0, this.#retired[name].hwmKb);
-      if (kb > 0) peakRssMb[name] = Math.round(mb(kb) * 10) / 10;
-    }
     for (const k of Object.keys(cpu) as CpuName[]) cpu[k] = Math.round(cpu[k]! * 100) / 100;
     return {
       seconds: (end.at - start.at) / 1000,
       cpu,
       peakRssMb,
       peakRssScope: this.#peakReset.length > 0 && this.#peakReset.every(Boolean) ? 'scenario' : 'process lifetime',
+      workerProcesses: each.workers.map((f) => ({
+        ...(f.ticks === undefined ? {} : { cpu_s: Math.round((f.ticks / CLK_TCK) * 100) / 100 }),
+        ...(f.hwmKb > 0 ? { peak_rss_mb: Math.round(mb(f.hwmKb) * 10) / 10 } : {}),
+      })),
     };
   }
 }

@@ -61,7 +61,7 @@ export async function runPeer(env: BenchEnv, token: string, supplier: string, bu
   };
 
   const pgBefore = await settledCounters(env.databaseUrl, settleMs);
-  const meter = new Meter({ api: env.api?.pid, workers: env.workers?.pid });
+  const meter = new Meter({ api: env.api?.pid, workers: env.workers.map((w) => w.pid) });
   let next = 0;
   meter.start();
   await Promise.all(

@@ -4,9 +4,9 @@ import { Queue } from 'bullmq';
 import { sql } from 'kysely';
 import { STAGES, type Stage } from '../../src/queue/contract.js';
 import type { CohortFile } from './cohort.js';
-import { startWorkerProcess, TEAM, type BenchEnv } from './env.js';
+import { restartWorkerProcesses, TEAM, workerProcessName, type BenchEnv } from './env.js';
 import { call, postStream } from './http-client.js';
-import { Meter, type CpuSeconds } from './meter.js';
+import { Meter, type CpuSeconds, type ProcessFigures } from './meter.js';
 import { perUnit, settledCounters, type PerUnit } from './pgstats.js';
 import { distribution, round } from './stats.js';
 
@@ -23,6 +23,8 @@ export interface StageTiming {
 
 export interface CohortResult {
   accounts: number;
+  /** Worker processes driving the batch (--worker-processes). */
+  worker_processes: number;
   upload_bytes: number;
   /** Upload start to the 202. */
   upload_seconds: number;
@@ -31,13 +33,17 @@ export interface CohortResult {
   accounts_per_s: number;
   batch: { state: string; total_items: number; succeeded: number; failed: number };
   stages: Record<Stage, StageTiming>;
+  /** workers: the largest single worker process's peak. */
   peak_rss_mb: Partial<Record<'api' | 'workers', number>>;
   peak_rss_scope: string;
+  /** workers: the CPU of every worker process together. */
   cpu_s: CpuSeconds;
+  /** With more than one worker process, each one's own figures in start order, so the sum and the largest hide nothing. */
+  per_worker_process?: Array<ProcessFigures & { crashes: number }>;
   rows: Record<string, number>;
   /** What PostgreSQL did per account (pg_stat_database of the run's database). */
   pg_per_account: PerUnit;
-  /** Crashes of the worker process during the batch (it is restarted, as a supervisor would). */
+  /** Crashes of worker processes during the batch (each is restarted, as a supervisor would; with several, each names its process). */
   worker_crashes: string[];
   problems: string[];
 }
@@ -55,7 +61,8 @@ export async function runCohort(
   const log = opts.log;
   let token = await newToken();
   const pgBefore = await settledCounters(env.databaseUrl, opts.settleMs);
-  const meter = new Meter({ api: env.api?.pid, workers: env.workers?.pid });
+  const processes = env.workers.length;
+  const meter = new Meter({ api: env.api?.pid, workers: env.workers.map((w) => w.pid) });
   meter.start();
   const t0 = Date.now();
   const url = `${env.apiUrl}/v1/data-import/batches/?import_supplier=${encodeURIComponent(supplier)}&operations_team_name=${encodeURIComponent(TEAM)}`;
@@ -79,6 +86,8 @@ export async function runCohort(
   let finishedAt: Date | null = null;
   let state = 'RUNNING';
   const crashes: string[] = [];
+  const crashedSlots: number[] = [];
+  const theWorkers = processes === 1 ? 'the worker process' : 'the worker processes';
   for (;;) {
     const row = await env.db.selectFrom('batches').select(['state', 'finished_at']).where('id', '=', batchId).executeTakeFirstOrThrow();
     state = row.state;
@@ -94,16 +103,22 @@ export async function runCohort(
         lastProgress = done;
         lastChange = Date.now();
       } else if (Date.now() - lastChange > STALL_MS) {
-        throw new Error(`batch ${batchId} made no progress for ${STALL_MS / 1000} s (${done}/${cohort.count} done):\n${env.workers?.output().slice(-3000) ?? ''}`);
+        throw new Error(`batch ${batchId} made no progress for ${STALL_MS / 1000} s (${done}/${cohort.count} done):\n${workerOutput(env, 3000)}`);
       }
-      if (env.workers && !env.workers.running()) {
-        // As a process supervisor would: restart it; its jobs run again once their locks expire.
-        const tail = env.workers.output().trim().split('\n').slice(-40).join('\n');
-        crashes.push(tail);
-        if (crashes.length > 3) throw new Error(`the worker process died ${crashes.length} times; last output:\n${tail}`);
-        log(`  WARNING: the worker process died (exit ${env.workers.child.exitCode ?? env.workers.child.signalCode}); restarting it. Its output:\n${tail}`);
-        await startWorkerProcess(env);
-        meter.track({ workers: env.workers.pid });
+      const dead = env.workers.flatMap((w, slot) => (w.running() ? [] : [slot]));
+      for (const slot of dead) {
+        const w = env.workers[slot]!;
+        const tail = w.output().trim().split('\n').slice(-40).join('\n');
+        // With several processes, each crash says whose it was.
+        crashes.push(processes === 1 ? tail : `${workerProcessName(slot, processes)}:\n${tail}`);
+        crashedSlots.push(slot);
+        if (crashes.length > 3) throw new Error(`${theWorkers} died ${crashes.length} times; last output:\n${tail}`);
+        log(`  WARNING: ${workerProcessName(slot, processes)} died (exit ${w.child.exitCode ?? w.child.signalCode}); restarting it. Its output:\n${tail}`);
+      }
+      if (dead.length > 0) {
+        // As a process supervisor would: restart them; their jobs run again once their locks expire.
+        await restartWorkerProcesses(env, dead);
+        meter.track({ workers: env.workers.map((w) => w.pid) });
       }
       const elapsed = (Date.now() - t0) / 1000;
       // Every 5 s at first, then about ten lines per run's length so far (at most one every 30 s).
@@ -129,7 +144,7 @@ export async function runCohort(
     const failed = (await call(env.apiUrl, token, 'GET', `/v1/data-import/batches/${batchId}/items/?state=failed&page_size=3`)).body;
     problems.push(`first failed items: ${JSON.stringify(failed).slice(0, 1500)}`);
   }
-  if (crashes.length > 0) problems.push(`the worker process crashed ${crashes.length} time(s) and was restarted (figures include the recovery); first crash:\n${crashes[0]}`);
+  if (crashes.length > 0) problems.push(`${theWorkers} crashed ${crashes.length} time(s)${processes === 1 ? ' and was restarted' : ' in all, each time restarted'} (figures include the recovery); first crash:\n${crashes[0]}`);
   const rows = await rowCounts(env, supplier);
   const expected: Record<string, number> = {
     accounts: cohort.count,
@@ -142,6 +157,7 @@ export async function runCohort(
 
   return {
     accounts: cohort.count,
+    worker_processes: processes,
     upload_bytes: cohort.bytes,
     upload_seconds: round(uploadSeconds),
     seconds: round(seconds),
@@ -151,11 +167,18 @@ export async function runCohort(
     peak_rss_mb: measured.peakRssMb,
     peak_rss_scope: measured.peakRssScope,
     cpu_s: measured.cpu,
+    ...(processes > 1 ? { per_worker_process: measured.workerProcesses.map((f, slot) => ({ ...f, crashes: crashedSlots.filter((s) => s === slot).length })) } : {}),
     rows,
     pg_per_account: perUnit(pgBefore, pgAfter, cohort.count),
     worker_crashes: crashes,
     problems,
   };
+}
+
+/** The worker processes' recent output, each under its name when there are several. */
+function workerOutput(env: BenchEnv, chars: number): string {
+  if (env.workers.length === 1) return env.workers[0]!.output().slice(-chars);
+  return env.workers.map((w) => `[${w.name}]\n${w.output().slice(-chars)}`).join('\n');
 }
 
 /** Per-stage job durations from the completed jobs BullMQ still holds for this batch. */

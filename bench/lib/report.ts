@@ -89,7 +89,9 @@ export function renderReport(r: Results, machine: Machine, header: string, smoke
   const cohort = ok(r.cohort);
   failed('cohort', r.cohort);
   if (cohort) {
-    out.push(`cohort: ${cohort.accounts} accounts (3 notes, 10 transactions, 2 statements with PDFs, 1 payment instruction each), one batch, API and worker processes`);
+    // One worker process keeps the wording of old runs ("API and worker processes": one of each).
+    const workers = cohort.worker_processes === 1 ? 'worker processes' : `${cohort.worker_processes} worker processes`;
+    out.push(`cohort: ${cohort.accounts} accounts (3 notes, 10 transactions, 2 statements with PDFs, 1 payment instruction each), one batch, API and ${workers}`);
     out.push(
       table([
         ['accounts/s, upload start to batch end', fmt(cohort.accounts_per_s, 1)],
@@ -107,6 +109,11 @@ export function renderReport(r: Results, machine: Machine, header: string, smoke
       ]),
     );
     if (cohort.accounts > 10_000) out.push('  (per-stage times cover the last 10,000 completed jobs of each queue: BullMQ trims the rest)');
+    const perProcess = cohort.per_worker_process;
+    if (perProcess) {
+      const each = (key: 'cpu_s' | 'peak_rss_mb', digits: number) => perProcess.map((p) => fmt(p[key], digits)).join(' / ');
+      out.push(`  each worker process: CPU ${each('cpu_s', 1)} s (workers in the CPU table: their sum), peak RSS ${each('peak_rss_mb', 0)} MB (in the RSS table: the largest)`);
+    }
     out.push('');
   }
 

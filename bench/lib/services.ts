@@ -27,7 +27,7 @@ const OUTPUT_KEEP = 64 * 1024;
  * (S3, SMTP, operator credentials…) is removed, so a developer's shell cannot change what is measured;
  * WORKER_CONCURRENCY_* and PROCESS_CONCURRENCY_LIMIT pass through on purpose (tuning experiments).
  */
-const STRIPPED = /^(S3_|SMTP_URL$|EMAIL_FROM$|OPERATOR_|PAYMENT_VENDOR|DOCUMENTS_DIR$|DATABASE_URL$|REDIS_|TOKEN_SECRET$|PORT$|HOST$|RUN_WORKERS$|SKIP_MIGRATIONS$|LOG_LEVEL$|NODE_ENV$|BATCH_MAX_)/;
+const STRIPPED = /^(S3_|SMTP_URL$|EMAIL_FROM$|OPERATOR_|PAYMENT_VENDOR|DOCUMENTS_DIR$|DATABASE_URL$|REDIS_|TOKEN_SECRET$|PORT$|HOST$|RUN_WORKERS$|SKIP_MIGRATIONS$|LOG_LEVEL$|NODE_ENV$|BATCH_MAX_|WORKER_METRICS_PORT$)/;
 
 export function serviceEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
@@ -99,18 +99,26 @@ export async function waitForHttp(service: Service, baseUrl: string, timeoutMs =
   throw new Error(`${service.name} did not answer ${baseUrl}/healthz within ${timeoutMs} ms:\n${service.output().slice(-4000)}`);
 }
 
-/** Waits until every stage queue has a worker connected (BullMQ names its connections per queue). */
-export async function waitForWorkers(service: Service, redis: Redis, prefix: string, timeoutMs = 30_000): Promise<void> {
+/**
+ * Waits until each of `starting` has a worker connected to every stage queue, failing as soon as one
+ * of them exits. BullMQ names a worker's connection after its queue and a worker process runs one
+ * worker per queue, so that is when every queue counts one worker per running process of `all`
+ * (which includes `starting`; one of the others that dies meanwhile is the caller's to notice).
+ */
+export async function waitForWorkers(starting: readonly Service[], all: readonly Service[], redis: Redis, prefix: string, timeoutMs = 30_000): Promise<void> {
   const queues = STAGES.map((name) => new Queue(name, { connection: redis, prefix }));
   try {
     const deadline = Date.now() + timeoutMs;
     while (Date.now() < deadline) {
-      if (!service.running()) throw died(service);
+      for (const service of starting) if (!service.running()) throw died(service);
+      const processes = all.filter((s) => s.running()).length;
       const counts = await Promise.all(queues.map((q) => q.getWorkersCount()));
-      if (counts.every((n) => n > 0)) return;
+      if (counts.every((n) => n >= processes)) return;
       await sleep(100);
     }
-    throw new Error(`${service.name}: no worker on every stage queue within ${timeoutMs} ms:\n${service.output().slice(-4000)}`);
+    const names = starting.map((s) => s.name).join(', ');
+    const output = starting.map((s) => s.output().slice(-4000)).join('\n');
+    throw new Error(`${names}: ${all.length === 1 ? 'no worker' : `fewer than ${all.length} workers`} on every stage queue within ${timeoutMs} ms:\n${output}`);
   } finally {
     // The connection is shared: close the Queue objects without closing it.
     await Promise.all(queues.map((q) => q.close().catch(() => undefined)));
