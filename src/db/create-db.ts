@@ -30,23 +30,45 @@ function statementName(text: string): string {
  * queue workers run the same few dozen statements for every account, and the profile showed
  * PostgreSQL spending much of its time parsing and planning them. Texts with many parameters are
  * left unnamed (their shapes vary with the row count), and each connection prepares a bounded
- * number, so a backend's memory stays bounded.
+ * number, so a backend's memory stays bounded. A statement whose tables a migration changed while
+ * the process runs is prepared again: run again at once outside a transaction; inside one, the
+ * transaction fails once (a request's 500, a job's retry) and its retry succeeds.
  */
 class PreparingClient extends pg.Client {
-  readonly #prepared = new Set<string>();
+  /** The name each statement text (by its digest) has on this connection. */
+  readonly #names = new Map<string, string>();
+  #renamed = 0;
 
   // pg's overloads: only the (text, values) form Kysely uses is changed; everything else passes through.
   override query(...args: unknown[]): never {
     const [text, values, callback] = args;
     if (typeof text === 'string' && Array.isArray(values) && values.length > 0 && values.length <= MAX_PREPARED_PARAMETERS && callback === undefined) {
-      const name = statementName(text);
-      if (this.#prepared.has(name) || this.#prepared.size < MAX_PREPARED_PER_CONNECTION) {
-        this.#prepared.add(name);
-        return (super.query as unknown as (config: pg.QueryConfig) => never)({ name, text, values });
+      const digest = statementName(text);
+      let name = this.#names.get(digest);
+      if (name === undefined && this.#names.size < MAX_PREPARED_PER_CONNECTION) this.#names.set(digest, (name = digest));
+      if (name !== undefined) {
+        // Outside a transaction a failed statement can simply run again; inside one it has aborted it.
+        const idle = this.getTransactionStatus() === 'I';
+        const run = (n: string) => (super.query as unknown as (config: pg.QueryConfig) => Promise<unknown>)({ name: n, text, values });
+        return run(name).catch((err: unknown) => {
+          if (!isStalePrepared(err)) throw err;
+          // A migration changed a table under the prepared statement (or a pooler dropped it): it is
+          // prepared again under a new name, and the old one goes with the connection.
+          const fresh = `${digest}_${++this.#renamed}`;
+          this.#names.set(digest, fresh);
+          if (!idle) throw err;
+          return run(fresh);
+        }) as never;
       }
     }
     return (super.query as unknown as (...a: unknown[]) => never)(...args);
   }
+}
+
+/** PostgreSQL refuses a prepared statement whose tables changed shape, or that no longer exists. */
+function isStalePrepared(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return code === '26000' || (code === '0A000' && /cached plan must not change result type/.test(String((err as Error).message)));
 }
 
 export interface DbOptions {

@@ -48,6 +48,27 @@ describe('named prepared statements', () => {
     }
   });
 
+  it('survives a migration that changes a table under a prepared statement while the process runs', async () => {
+    const { db } = createDb(database.url, { max: 1 });
+    const { db: migrator } = createDb(database.url, { max: 1, preparedStatements: false });
+    const everything = (trx: Kysely<Database>) => trx.selectFrom('operations_teams').selectAll().where('name', '=', 'T').execute();
+    try {
+      await db.insertInto('operations_teams').values({ name: 'T' }).execute();
+      for (let i = 0; i < 3; i++) expect(await everything(db)).toHaveLength(1);
+      await sql`ALTER TABLE operations_teams ADD COLUMN region text`.execute(migrator);
+      // Outside a transaction: prepared again and run again, unnoticed by the caller.
+      const [row] = await everything(db);
+      expect(row).toHaveProperty('region', null);
+      await sql`ALTER TABLE operations_teams DROP COLUMN region`.execute(migrator);
+      // Inside one: that transaction fails once (its caller retries), and the retry succeeds.
+      await expect(db.transaction().execute(everything)).rejects.toThrow(/cached plan must not change result type/);
+      expect(await db.transaction().execute(everything)).toEqual([expect.not.objectContaining({ region: expect.anything() })]);
+    } finally {
+      await db.destroy();
+      await migrator.destroy();
+    }
+  });
+
   it('can be turned off (DATABASE_PREPARED_STATEMENTS=false), for poolers in transaction mode', async () => {
     expect(loadConfig({ DATABASE_PREPARED_STATEMENTS: 'false' }).databasePreparedStatements).toBe(false);
     expect(loadConfig({}).databasePreparedStatements).toBe(true);
