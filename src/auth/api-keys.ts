@@ -1,4 +1,5 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { sql } from 'kysely';
 import { batchedLookup } from '../db/batched.js';
 import type { Executor } from '../db/database.js';
 
@@ -71,7 +72,8 @@ const KEY_ID = /^\d{1,18}$/;
  */
 export function createApiKeyActivity(db: Executor): (id: string) => Promise<boolean> {
   const revokedAt = batchedLookup<string, Date | null>(async (ids) => {
-    const rows = await db.selectFrom('api_keys').select(['id', 'revoked_at']).where('id', 'in', [...ids]).execute();
+    // = ANY(array): one statement text however many keys share the query (see createDb's prepared statements).
+    const rows = await db.selectFrom('api_keys').select(['id', 'revoked_at']).where(sql<boolean>`id = any(${[...ids]}::bigint[])`).execute();
     return new Map(rows.map((r) => [r.id, r.revoked_at]));
   });
   return async (id) => KEY_ID.test(id) && (await revokedAt(id)) === null;

@@ -69,7 +69,8 @@ export class TokenService {
       });
       const claims = { sub: payload.sub!, iat: payload.iat!, exp: payload.exp! };
       const tokenUse = (payload as JWTPayload & { use?: unknown }).use;
-      this.verified.set(token, { claims, use: tokenUse });
+      // Dropped once it expires (by the wall clock: only to free the slot; expiry is decided above).
+      this.verified.set(token, { claims, use: tokenUse }, { ttl: Math.max(1, claims.exp * 1000 - Date.now()) });
       if (tokenUse !== use) return { ok: false, reason: 'invalid' };
       return { ok: true, claims };
     } catch (err) {

@@ -122,7 +122,8 @@ export async function findMeterPointClaimants(db: Executor, identifiers: readonl
     .selectFrom('meter_point_registrations as r')
     .innerJoin('account_import_processes as p', 'p.id', 'r.import_process_id')
     .select(['r.identifier', 'p.import_supplier_id', 'p.external_account_number'])
-    .where('r.identifier', 'in', [...identifiers])
+    // = ANY(array): one statement text for any number of identifiers (the validate endpoint batches them).
+    .where(sql<boolean>`r.identifier = any(${[...identifiers]}::text[])`)
     .execute();
   return new Map(rows.map((r) => [r.identifier, { supplierId: r.import_supplier_id, externalAccountNumber: r.external_account_number }]));
 }

@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import { z } from 'zod';
 import { utcDate, type Clock } from '../../clock.js';
 import type { Database, Executor, ImportSupplier, OperationsTeam } from '../../db/database.js';
@@ -118,7 +118,7 @@ export function createAccountService(deps: AccountServiceDeps) {
 
   // The validate endpoint's reads outside any transaction: concurrent requests share each query.
   const supplierByCode = batchedLookup<string, ImportSupplier>(async (codes) => {
-    const rows = await deps.db.selectFrom('import_suppliers').selectAll().where('code', 'in', [...codes]).execute();
+    const rows = await deps.db.selectFrom('import_suppliers').selectAll().where(sql<boolean>`code = any(${[...codes]}::text[])`).execute();
     return new Map(rows.map((r) => [r.code, r]));
   });
   const claimantOf = batchedLookup<string, MeterPointClaimant>(async (identifiers) => findMeterPointClaimants(deps.db, identifiers));
