@@ -172,14 +172,20 @@ export function createStageProcessor(ctx: StageProcessorContext, stage: Stage) {
       .returning(ITEM_COLUMNS)
       .executeTakeFirst();
 
-  const setItem = (ex: Executor, data: StageJobData, values: Record<string, unknown>) =>
+  /**
+   * Updates the item of this job's round. With `claimedAt`, only while the item is still where this
+   * job claimed it (that stage, active): progress another run of the job (a stalled repeat) or this
+   * run's own committed step recorded is never overwritten.
+   */
+  const setItem = (ex: Executor, data: StageJobData, values: Record<string, unknown>, claimedAt?: ItemStage) =>
     ex
       .updateTable('batch_items')
       .set({ ...values, updated_at: sql`now()` })
       .where('batch_id', '=', data.batchId)
       .where('line', '=', data.line)
       .where('round', '=', data.round)
-      .execute();
+      .$if(claimedAt !== undefined, (q) => q.where('stage', '=', claimedAt!).where('state', '=', 'active'))
+      .executeTakeFirst();
 
   /** Runs this stage's work for the item; returns the account number when it learned one. */
   async function runStep(item: ItemRow, record: RecordProgress): Promise<string | null> {
@@ -347,12 +353,14 @@ export function createStageProcessor(ctx: StageProcessorContext, stage: Stage) {
             .where('batch_id', '=', data.batchId)
             .where('line', '=', data.line)
             .where('round', '=', data.round)
+            .where('stage', '=', claimed.stage)
+            .where('state', '=', 'active')
             .returning('state')
             .executeTakeFirst();
           recorded = advanced?.state ?? null;
         } else {
-          await setItem(ex, data, { state: 'succeeded', service_account_number: claimed.dry_run ? null : accountNumber });
-          recorded = 'succeeded';
+          const res = await setItem(ex, data, { state: 'succeeded', service_account_number: claimed.dry_run ? null : accountNumber }, claimed.stage);
+          recorded = Number(res.numUpdatedRows) > 0 ? 'succeeded' : null;
         }
       };
       const number = await runStep(claimed, record);
@@ -364,15 +372,17 @@ export function createStageProcessor(ctx: StageProcessorContext, stage: Stage) {
       return next ? 'advanced' : 'succeeded';
     } catch (err) {
       ctx.observe?.(stage, 'failed', (performance.now() - started) / 1000);
+      // Guarded by the claim: a failure after this run's step committed (an enqueue, closing the
+      // batch) leaves the recorded progress alone, and the job's retry settles the rest.
       if (err instanceof ItemFailed) {
-        await fail(data, err.at, err.error.body() as ErrorEnvelope);
+        await fail(data, err.at, err.error.body() as ErrorEnvelope, item?.stage);
         throw new UnrecoverableError(`${err.error.code}: ${err.error.detail}`);
       }
       const lastAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
       if (lastAttempt) {
-        await fail(data, item?.stage ?? stage, toAppError(err).body() as ErrorEnvelope);
+        await fail(data, item?.stage ?? stage, toAppError(err).body() as ErrorEnvelope, item?.stage);
       } else {
-        await setItem(db, data, { state: 'waiting' }).catch(() => undefined);
+        await setItem(db, data, { state: 'waiting' }, item?.stage).catch(() => undefined);
       }
       throw err;
     } finally {
@@ -380,8 +390,8 @@ export function createStageProcessor(ctx: StageProcessorContext, stage: Stage) {
     }
   };
 
-  async function fail(data: StageJobData, at: ItemStage, error: ErrorEnvelope): Promise<void> {
-    await setItem(db, data, { stage: at, state: 'failed', error: JSON.stringify(error) });
+  async function fail(data: StageJobData, at: ItemStage, error: ErrorEnvelope, claimedAt?: ItemStage): Promise<void> {
+    await setItem(db, data, { stage: at, state: 'failed', error: JSON.stringify(error) }, claimedAt);
     await finishIfDone(db, data.batchId, deps.clock.now());
   }
 }
