@@ -237,7 +237,9 @@ describe.concurrent('importctl cohort and batch', { timeout: 90_000 }, () => {
       expect(r.stderr).toMatch(/^[A-Z_]+: validate \d+\/20.* \| stage \d+\/\d+.* \| process .* \| extras .*of 20$/m);
       expect(r.stderr).not.toContain('importctl:');
 
-      expect([noWait.code, noWait.stderr]).toEqual([0, '']);
+      expect(noWait.code).toBe(0);
+      // Nothing on stderr but, on a machine slow enough that sending takes a second, the upload's progress.
+      expect(noWait.stderr.split('\n').filter((l) => l !== '' && !l.startsWith('uploading: '))).toEqual([]);
       expect(noWait.lines).toHaveLength(1);
       expect(noWait.lines[0]).toMatch(UUID);
       expect(await ctx.waitForEnd(noWait.lines[0]!)).toMatchObject({ state: 'COMPLETED', succeeded: 2, failed: 0 });

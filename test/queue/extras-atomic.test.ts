@@ -20,7 +20,7 @@ it("an item refused at extras keeps none of its extras, whichever extra refused 
   bundles[1]!.transactions[1]!.transaction_id = bundles[1]!.transactions[0]!.transaction_id;
   // Line 5: refused while writing its statements, after its notes and transactions.
   bundles[4]!.statements[1] = { ...bundles[4]!.statements[1]!, bill_period_from_date: bundles[4]!.statements[0]!.bill_period_from_date, bill_period_to_date: bundles[4]!.statements[0]!.bill_period_to_date };
-  // Line 8: refused before any write (its PDF is not in storage).
+  // Line 8: its PDF is not in storage (found with the writes, as the REST endpoint reports it with the overlaps).
   bundles[7]!.statements[0]!.statement_path = 'nowhere/missing.pdf';
   const ndjson = bundles.map((b) => JSON.stringify(b)).join('\n') + '\n';
 
