@@ -2,7 +2,7 @@ import { randomInt } from 'node:crypto';
 import { DelayedError, UnrecoverableError, type Job } from 'bullmq';
 import { sql, type ExpressionBuilder } from 'kysely';
 import type { Deps } from '../deps.js';
-import type { Database, Executor, ItemStage, ItemState, SupplierStatus } from '../db/database.js';
+import type { Database, Executor, ItemStage, ItemState } from '../db/database.js';
 import { AppError, type ErrorEnvelope } from '../errors.js';
 import { toAppError } from '../http/app-errors.js';
 import { finishIfDone } from '../imports/batches/batch.repository.js';
@@ -11,10 +11,11 @@ import { queueForStage } from '../imports/batches/batch.service.js';
 import type { KnownContext } from '../imports/accounts/account.service.js';
 import type { Services } from '../imports/services.js';
 import { lockImportedAccount, type LockedWrite } from '../imports/shared/imported-account.js';
+import { SUPPLIER_COLUMNS_JOINED, supplierFromRow, type SupplierColumnsJoined } from '../imports/suppliers/supplier.repository.js';
 import { PERMIT_RETRY_DELAY_MS, nextStage, type Stage, type StageJobData } from './contract.js';
 import { enqueueStage } from './queues.js';
 
-interface ItemRow {
+interface ItemRow extends SupplierColumnsJoined {
   line: number;
   round: number;
   stage: ItemStage;
@@ -24,14 +25,6 @@ interface ItemRow {
   service_account_number: string | null;
   dry_run: boolean;
   cancel_requested_at: Date | null;
-  supplier_id: string;
-  supplier_code: string;
-  supplier_name: string;
-  supplier_status: SupplierStatus;
-  supplier_documents_root: string;
-  supplier_send_customer_emails: boolean;
-  supplier_created_at: Date;
-  supplier_updated_at: Date;
   team_id: string;
   team_name: string;
   team_created_at: Date;
@@ -70,14 +63,7 @@ const ITEM_COLUMNS = [
   'i.service_account_number',
   'b.dry_run',
   'b.cancel_requested_at',
-  's.id as supplier_id',
-  's.code as supplier_code',
-  's.name as supplier_name',
-  's.status as supplier_status',
-  's.documents_root as supplier_documents_root',
-  's.send_customer_emails as supplier_send_customer_emails',
-  's.created_at as supplier_created_at',
-  's.updated_at as supplier_updated_at',
+  ...SUPPLIER_COLUMNS_JOINED,
   't.id as team_id',
   't.name as team_name',
   't.created_at as team_created_at',
@@ -85,16 +71,7 @@ const ITEM_COLUMNS = [
 
 /** The batch's supplier and team as the claim read them: the steps need not look them up again. */
 const knownOf = (item: ItemRow): KnownContext => ({
-  supplier: {
-    id: item.supplier_id,
-    code: item.supplier_code,
-    name: item.supplier_name,
-    status: item.supplier_status,
-    documents_root: item.supplier_documents_root,
-    send_customer_emails: item.supplier_send_customer_emails,
-    created_at: item.supplier_created_at,
-    updated_at: item.supplier_updated_at,
-  },
+  supplier: supplierFromRow(item),
   team: { id: item.team_id, name: item.team_name, created_at: item.team_created_at },
 });
 

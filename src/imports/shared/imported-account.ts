@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely';
 import { z } from 'zod';
 import type { Database, Executor, ImportSupplier } from '../../db/database.js';
 import { notFound } from '../../errors.js';
+import { SUPPLIER_COLUMNS_JOINED, supplierFromRow } from '../suppliers/supplier.repository.js';
 import { assertMigrationOngoing } from '../suppliers/supplier.rules.js';
 
 export interface ImportedAccount {
@@ -55,14 +56,7 @@ export async function lockImportedAccount(trx: Executor, supplierCode: string, e
       'a.number',
       'a.created_at',
       'a.last_statement_closing_date',
-      's.id as supplier_id',
-      's.code as supplier_code',
-      's.name as supplier_name',
-      's.status as supplier_status',
-      's.documents_root as supplier_documents_root',
-      's.send_customer_emails as supplier_send_customer_emails',
-      's.created_at as supplier_created_at',
-      's.updated_at as supplier_updated_at',
+      ...SUPPLIER_COLUMNS_JOINED,
     ])
     .where('s.code', '=', supplierCode)
     .where('a.external_account_number', '=', externalAccountNumber)
@@ -71,16 +65,7 @@ export async function lockImportedAccount(trx: Executor, supplierCode: string, e
   if (!row) {
     throw notFound('account_not_found', `No imported account for supplier '${supplierCode}' and account '${externalAccountNumber}'.`);
   }
-  const supplier: ImportSupplier = {
-    id: row.supplier_id,
-    code: row.supplier_code,
-    name: row.supplier_name,
-    status: row.supplier_status,
-    documents_root: row.supplier_documents_root,
-    send_customer_emails: row.supplier_send_customer_emails,
-    created_at: row.supplier_created_at,
-    updated_at: row.supplier_updated_at,
-  };
+  const supplier = supplierFromRow(row);
   assertMigrationOngoing(supplier);
   return {
     id: row.id,

@@ -3,6 +3,43 @@ import type { Executor, ImportSupplier, SupplierStatus } from '../../db/database
 export const findSupplierByCode = (db: Executor, code: string): Promise<ImportSupplier | undefined> =>
   db.selectFrom('import_suppliers').selectAll().where('code', '=', code).executeTakeFirst();
 
+/**
+ * A supplier's columns read alongside another table's (joined as `s`), each prefixed `supplier_`;
+ * supplierFromRow puts them back together. One statement instead of a second lookup.
+ */
+export const SUPPLIER_COLUMNS_JOINED = [
+  's.id as supplier_id',
+  's.code as supplier_code',
+  's.name as supplier_name',
+  's.status as supplier_status',
+  's.documents_root as supplier_documents_root',
+  's.send_customer_emails as supplier_send_customer_emails',
+  's.created_at as supplier_created_at',
+  's.updated_at as supplier_updated_at',
+] as const;
+
+export interface SupplierColumnsJoined {
+  supplier_id: string;
+  supplier_code: string;
+  supplier_name: string;
+  supplier_status: SupplierStatus;
+  supplier_documents_root: string;
+  supplier_send_customer_emails: boolean;
+  supplier_created_at: Date;
+  supplier_updated_at: Date;
+}
+
+export const supplierFromRow = (row: SupplierColumnsJoined): ImportSupplier => ({
+  id: row.supplier_id,
+  code: row.supplier_code,
+  name: row.supplier_name,
+  status: row.supplier_status,
+  documents_root: row.supplier_documents_root,
+  send_customer_emails: row.supplier_send_customer_emails,
+  created_at: row.supplier_created_at,
+  updated_at: row.supplier_updated_at,
+});
+
 export const SUPPLIER_STATUSES: readonly SupplierStatus[] = ['ONGOING', 'PAUSED', 'COMPLETE'];
 
 /** How the interface names each status (Ongoing, Paused, Complete). */
