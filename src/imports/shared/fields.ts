@@ -1,5 +1,6 @@
 import { Decimal } from 'decimal.js';
 import { parsePhoneNumberFromString, type PhoneNumber } from 'libphonenumber-js/max';
+import { parsePhoneNumberFromString as parseWithMobileMetadata } from 'libphonenumber-js/mobile';
 import { isValid as isValidPostcode, toNormalised as normalisePostcode } from 'postcode';
 import { z } from 'zod';
 import { addCodedIssue } from './validation.js';
@@ -222,9 +223,9 @@ export const email = checkedString(
 const DEFAULT_COUNTRY = 'GB';
 
 /** `valid` decides on a parsed number: isValid(), or a check of getType() (which is undefined for an invalid number, so it implies isValid). */
-function phoneField(valid: (p: PhoneNumber) => boolean, what: string) {
+function phoneField(valid: (p: PhoneNumber) => boolean, what: string, parse = parsePhoneNumberFromString) {
   return z.string().transform((s, ctx) => {
-    const phone = parsePhoneNumberFromString(s, DEFAULT_COUNTRY);
+    const phone = parse(s, DEFAULT_COUNTRY);
     if (!phone || !valid(phone)) {
       addCodedIssue(ctx, 'invalid_phone_number', `${shown(s)} is not a valid ${what}.`);
       return z.NEVER;
@@ -234,13 +235,19 @@ function phoneField(valid: (p: PhoneNumber) => boolean, what: string) {
 }
 
 /**
- * A valid mobile number, normalised to E.164. Numbering plans where mobiles cannot be told apart
- * from landlines (the US, for one) report FIXED_LINE_OR_MOBILE; those are accepted.
+ * A valid mobile number, normalised to E.164. Read with libphonenumber's "mobile" metadata, which
+ * holds only the mobile patterns: the same answer as the full metadata's getType() (MOBILE, or
+ * FIXED_LINE_OR_MOBILE where mobiles cannot be told apart from landlines, as in the US), at a quarter
+ * of the cost (a profile of the validate endpoint had libphonenumber at a quarter of its CPU).
  */
-export const mobilePhone = phoneField((p) => {
-  const type = p.getType();
-  return type === 'MOBILE' || type === 'FIXED_LINE_OR_MOBILE';
-}, 'mobile phone number');
+export const mobilePhone = phoneField(
+  (p) => {
+    const type = p.getType();
+    return type === 'MOBILE' || type === 'FIXED_LINE_OR_MOBILE';
+  },
+  'mobile phone number',
+  parseWithMobileMetadata,
+);
 
 /** Any valid phone number, normalised to E.164. */
 export const phoneNumber = phoneField((p) => p.isValid(), 'phone number');
