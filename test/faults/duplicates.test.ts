@@ -2,7 +2,7 @@ import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { GeneratedAccount } from '../../src/cohort/generate.js';
 import { accountPayload } from '../helpers/fixtures.js';
-import { createExtrasHarness, S, TEAM, URLS, VENDOR, type ExtrasHarness } from '../http/extras/setup.js';
+import { createExtrasHarness, many, mixedTransactions, S, TEAM, URLS, VENDOR, type ExtrasHarness } from '../http/extras/setup.js';
 import { api, countSql } from '../queue/helpers.js';
 import { createPipelineContext, type PipelineContext } from '../queue/setup.js';
 import { ended, expectExactImport, pollStatus } from './helpers.js';
@@ -23,9 +23,6 @@ const PROCESS_URL = '/v1/data-import/account-import-process/process/';
 
 let h: ExtrasHarness;
 let p: PipelineContext;
-
-/** Runs `n` copies of `request` concurrently (each call starts its own injected request). */
-const many = async <T>(n: number, request: () => Promise<T>): Promise<T[]> => Promise.all(Array.from({ length: n }, () => request()));
 
 /** Status code → how many responses carried it (for messages and annotations). */
 const tally = (responses: readonly LightMyRequestResponse[]): Record<number, number> =>
@@ -134,23 +131,7 @@ describe(`${N} concurrent identical requests to each REST write endpoint`, () =>
 
   it('transactions (three, one moved into the open period): every response 201, one row per transaction_id, one pinned moved note', async ({ annotate }) => {
     await h.importAccount('DUP-TX');
-    const transactions = [
-      { transaction_id: 'DT-1', transaction_date: '2026-01-10', amount: '12.34', type: 'CHARGE', reason: 'IMPORTED_CHARGE' },
-      // Before the open period (from 2025-11-01, after last_statement_closing_date 2025-10-31): moved, with one pinned note.
-      { transaction_id: 'DT-2', transaction_date: '2025-09-01', amount: '5', type: 'CREDIT', reason: 'GOODWILL_PAYMENT' },
-      {
-        transaction_id: 'DT-3',
-        transaction_date: '2026-02-01',
-        amount: '97.81',
-        type: 'SUPPLY_CHARGE',
-        product_code: 'E-1R',
-        line_items: [
-          { start_date: '2026-01-01', end_date: '2026-01-31', number_of_units: '310.5', net_amount: '93.15' },
-          { start_date: '2026-01-01', end_date: '2026-01-31', number_of_units: '31', net_amount: '4.66', rate_band: 'STANDING_CHARGE' },
-        ],
-        tax_items: [{ amount: '4.66', tax_type: 'VAT', value_taxed: '93.15', rate: '0.05', unit_type: 'PROPORTION' }],
-      },
-    ];
+    const transactions = mixedTransactions('DT');
     const responses = await many(N, () => h.post(URLS.transactions, { import_supplier: S, external_account_number: 'DUP-TX', transactions }));
     const statuses = tally(responses);
     for (const r of responses) expect(r.statusCode, r.body).toBe(201);

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createExtrasHarness, S, URLS, VENDOR, type ExtrasHarness } from './setup.js';
+import { createExtrasHarness, many, mixedTransactions, S, URLS, VENDOR, type ExtrasHarness } from './setup.js';
 
 /**
  * The same request arriving many times at once (a client retrying, several workers): the dedupe
@@ -13,9 +13,6 @@ beforeAll(async () => {
   await h.putDocument('letters/concurrent.txt', 'hello');
 });
 afterAll(async () => h?.close());
-
-/** Runs `n` copies of `request` concurrently (each call starts its own injected request). */
-const many = async <T>(n: number, request: () => Promise<T>): Promise<T[]> => Promise.all(Array.from({ length: n }, () => request()));
 
 describe('concurrency', () => {
   it('the same notes request posted 20 times at once creates exactly one copy of each note', async () => {
@@ -44,23 +41,7 @@ describe('concurrency', () => {
 
   it('the same transactions request posted 20 times at once: every response 201, one row per transaction_id', async () => {
     await h.importAccount('C-TX');
-    const transactions = [
-      { transaction_id: 'CT-1', transaction_date: '2026-01-10', amount: '12.34', type: 'CHARGE', reason: 'IMPORTED_CHARGE' },
-      // Before the open period (from 2025-11-01): moved, with one pinned note.
-      { transaction_id: 'CT-2', transaction_date: '2025-09-01', amount: '5', type: 'CREDIT', reason: 'GOODWILL_PAYMENT' },
-      {
-        transaction_id: 'CT-3',
-        transaction_date: '2026-02-01',
-        amount: '97.81',
-        type: 'SUPPLY_CHARGE',
-        product_code: 'E-1R',
-        line_items: [
-          { start_date: '2026-01-01', end_date: '2026-01-31', number_of_units: '310.5', net_amount: '93.15' },
-          { start_date: '2026-01-01', end_date: '2026-01-31', number_of_units: '31', net_amount: '4.66', rate_band: 'STANDING_CHARGE' },
-        ],
-        tax_items: [{ amount: '4.66', tax_type: 'VAT', value_taxed: '93.15', rate: '0.05', unit_type: 'PROPORTION' }],
-      },
-    ];
+    const transactions = mixedTransactions('CT');
     const responses = await many(20, () => h.post(URLS.transactions, { import_supplier: S, external_account_number: 'C-TX', transactions }));
     for (const r of responses) expect(r.statusCode, r.body).toBe(201);
     const statuses = responses.map((r) => (r.json() as { results: Array<{ status: string }> }).results.map((x) => x.status));

@@ -187,3 +187,28 @@ export function expectTransactionError(
   expect(body.attr).toBe(attr);
   return body;
 }
+
+/** Runs `n` copies of `request` concurrently (each call starts its own injected request). */
+export const many = async <T>(n: number, request: () => Promise<T>): Promise<T[]> => Promise.all(Array.from({ length: n }, () => request()));
+
+/**
+ * Three transactions of different shapes for the repeated-request tests: a charge, a credit dated
+ * before the open period (from 2025-11-01, after last_statement_closing_date 2025-10-31: moved, with
+ * one pinned note) and a supply charge with two line items and a tax item. Ids `${prefix}-1..3`.
+ */
+export const mixedTransactions = (prefix: string) => [
+  { transaction_id: `${prefix}-1`, transaction_date: '2026-01-10', amount: '12.34', type: 'CHARGE', reason: 'IMPORTED_CHARGE' },
+  { transaction_id: `${prefix}-2`, transaction_date: '2025-09-01', amount: '5', type: 'CREDIT', reason: 'GOODWILL_PAYMENT' },
+  {
+    transaction_id: `${prefix}-3`,
+    transaction_date: '2026-02-01',
+    amount: '97.81',
+    type: 'SUPPLY_CHARGE',
+    product_code: 'E-1R',
+    line_items: [
+      { start_date: '2026-01-01', end_date: '2026-01-31', number_of_units: '310.5', net_amount: '93.15' },
+      { start_date: '2026-01-01', end_date: '2026-01-31', number_of_units: '31', net_amount: '4.66', rate_band: 'STANDING_CHARGE' },
+    ],
+    tax_items: [{ amount: '4.66', tax_type: 'VAT', value_taxed: '93.15', rate: '0.05', unit_type: 'PROPORTION' }],
+  },
+];
