@@ -281,11 +281,7 @@ it('a worker process survives its connections being terminated inside a transact
     const { ndjson, accounts } = await ctx.cohort({ count: 4, supplier: 'CRASH', prefix: 'CR', seed: 33 });
     worker = await spawnTrackedWorker(
       ctx.config,
-      {
-        DOCUMENTS_DIR: ctx.config.documents.kind === 'local' ? ctx.config.documents.dir : '',
-        PAYMENT_VENDORS: JSON.stringify({ sandbox: { base_url: ctx.vendor.baseUrl, api_key: 'sandbox-vendor-key' } }),
-        WORKER_LOCK_MS: '5000',
-      },
+      ctx.workerEnv({ WORKER_LOCK_MS: '5000' }),
       workers,
     );
     const w = worker;

@@ -28,14 +28,7 @@ afterAll(async () => {
   await ctx?.close();
 });
 
-const workerEnv = () => ({
-  DOCUMENTS_DIR: ctx.config.documents.kind === 'local' ? ctx.config.documents.dir : '',
-  PAYMENT_VENDORS: JSON.stringify({ sandbox: { base_url: ctx.vendor.baseUrl, api_key: 'sandbox-vendor-key' } }),
-  WORKER_LOCK_MS: '2000',
-  PROCESS_CONCURRENCY_LIMIT: String(LIMIT),
-  PROCESS_PERMIT_TTL_MS: '2000',
-  WORKER_CONCURRENCY_PROCESS: '6',
-});
+const workerEnv = () => ctx.workerEnv({ WORKER_CONCURRENCY_PROCESS: '6' });
 
 /** Three kill points (items succeeded), one drawn from each of these windows of the batch. */
 function killPoints(): number[] {

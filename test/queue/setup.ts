@@ -14,6 +14,11 @@ export interface PipelineContext extends TestContext {
   vendor: FakeVendor;
   auth: { authorization: string };
   startWorkers(queues?: readonly QueueName[]): WorkerSet;
+  /**
+   * The environment a separate worker process (spawnWorker) needs to use this context's documents
+   * and vendor, with the context's own settings (`opts.env`) and `extra` on top.
+   */
+  workerEnv(extra?: Record<string, string>): Record<string, string>;
   /** Generates a cohort, writes its documents to the store, returns the NDJSON and the generated bundles. */
   cohort(opts: { count: number; supplier: string; prefix: string; invalidRate?: number; seed?: number }): Promise<{ ndjson: string; accounts: GeneratedAccount[] }>;
   upload(ndjson: string, q: { supplier: string; team: string; dryRun?: boolean }, headers?: Record<string, string>): Promise<{ batch_id: string; total_items: number }>;
@@ -26,11 +31,11 @@ export interface PipelineContext extends TestContext {
 export async function createPipelineContext(opts: ContextOptions = {}): Promise<PipelineContext> {
   const vendor = await startFakeVendor();
   const docs = mkdtempSync(path.join(tmpdir(), 'di-docs-'));
+  const services = { DOCUMENTS_DIR: docs, PAYMENT_VENDORS: JSON.stringify({ sandbox: { base_url: vendor.baseUrl, api_key: FAKE_VENDOR_API_KEY } }) };
   const ctx = await createTestContext({
     ...opts,
     env: {
-      DOCUMENTS_DIR: docs,
-      PAYMENT_VENDORS: JSON.stringify({ sandbox: { base_url: vendor.baseUrl, api_key: FAKE_VENDOR_API_KEY } }),
+      ...services,
       PAYMENT_VENDOR_TIMEOUT_MS: '2000',
       WORKER_LOCK_MS: '5000',
       ...opts.env,
@@ -49,6 +54,9 @@ export async function createPipelineContext(opts: ContextOptions = {}): Promise<
       const set = startWorkers(ctx.deps, ctx.built.services, { queues });
       sets.push(set);
       return set;
+    },
+    workerEnv(extra = {}) {
+      return { ...services, ...opts.env, ...extra };
     },
     async cohort(o) {
       const supplier = await ctx.deps.db.selectFrom('import_suppliers').select('documents_root').where('code', '=', o.supplier).executeTakeFirstOrThrow();

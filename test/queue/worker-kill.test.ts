@@ -18,14 +18,7 @@ afterAll(async () => {
   await ctx?.close();
 });
 
-const workerEnv = () => ({
-  DOCUMENTS_DIR: ctx.config.documents.kind === 'local' ? ctx.config.documents.dir : '',
-  PAYMENT_VENDORS: JSON.stringify({ sandbox: { base_url: ctx.vendor.baseUrl, api_key: 'sandbox-vendor-key' } }),
-  WORKER_LOCK_MS: '2000',
-  PROCESS_CONCURRENCY_LIMIT: '3',
-  PROCESS_PERMIT_TTL_MS: '2000',
-  WORKER_CONCURRENCY_PROCESS: '6',
-});
+const workerEnv = () => ctx.workerEnv({ WORKER_CONCURRENCY_PROCESS: '6' });
 
 it('a worker killed with SIGKILL mid-batch loses nothing: the batch completes exactly once after a new worker starts', async () => {
   const { ndjson } = await ctx.cohort({ count: ACCOUNTS, supplier: 'KILL', prefix: 'K' });

@@ -28,13 +28,7 @@ afterAll(async () => {
 
 it('a worker process serves its job durations on WORKER_METRICS_PORT, behind the operator credentials', async () => {
   const port = await freePort();
-  worker = await spawnWorker(ctx.config, {
-    DOCUMENTS_DIR: ctx.config.documents.kind === 'local' ? ctx.config.documents.dir : '',
-    PAYMENT_VENDORS: JSON.stringify({ sandbox: { base_url: ctx.vendor.baseUrl, api_key: 'sandbox-vendor-key' } }),
-    WORKER_METRICS_PORT: String(port),
-    OPERATOR_USER: OPERATOR.user,
-    OPERATOR_PASSWORD: OPERATOR.password,
-  });
+  worker = await spawnWorker(ctx.config, ctx.workerEnv({ WORKER_METRICS_PORT: String(port), OPERATOR_USER: OPERATOR.user, OPERATOR_PASSWORD: OPERATOR.password }));
   const { ndjson } = await ctx.cohort({ count: 5, supplier: 'WM', prefix: 'WM' });
   const { batch_id } = await ctx.upload(ndjson, { supplier: 'WM', team: 'Team' });
   expect(await ctx.waitForEnd(batch_id)).toMatchObject({ state: 'COMPLETED', succeeded: 5 });
