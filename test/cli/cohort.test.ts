@@ -1,74 +1,24 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpServer } from 'node:http';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, test, type ExpectStatic } from 'vitest';
+import { afterAll, beforeAll, describe, test } from 'vitest';
 import { createApiKey } from '../../src/auth/api-keys.js';
 import { utcDate } from '../../src/clock.js';
 import { generateCohort } from '../../src/cohort/generate.js';
 import { ApiClient } from '../../src/cli/api-client.js';
 import { bundleSchema } from '../../src/imports/batches/batch.schemas.js';
 import { createPipelineContext, type PipelineContext } from '../queue/setup.js';
+import { expectOneErrorLine, startImportctl, type RunResult } from './run-cli.js';
 
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const CLI = 'src/cli/importctl.ts';
-/** Every start costs about a second of CPU: more at once would only make each slower. */
-const MAX_PARALLEL_RUNS = 4;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const SUPPLIER = 'CLICO';
 const TEAM = 'CLI Cohort Team';
 
-interface RunResult {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-  lines: string[];
-}
-
-let running = 0;
-const waiting: Array<() => void> = [];
-
 /** Starts the CLI as a real process; `child` lets a test signal it while it runs. */
-async function start(args: string[], env: Record<string, string>): Promise<{ child: ChildProcess; done: Promise<RunResult> }> {
-  if (running >= MAX_PARALLEL_RUNS) await new Promise<void>((resolve) => waiting.push(resolve));
-  running++;
-  // A minimal environment: nothing from the runner leaks in, and Redis points nowhere, so a
-  // command that touched Redis would fail here.
-  const child = spawn(process.execPath, ['--import', 'tsx', CLI, ...args], {
-    cwd: ROOT,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', NODE_ENV: 'test', REDIS_URL: 'redis://127.0.0.1:1', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout!.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-  child.stderr!.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-  const done = new Promise<RunResult>((resolve, reject) => {
-    // The CLI must exit by itself; a leaked handle shows up as this timeout.
-    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr, lines: stdout.split('\n').slice(0, -1) });
-    });
-  }).finally(() => {
-    running--;
-    waiting.shift()?.();
-  });
-  return { child, done };
-}
-
+const start = (args: string[], env: Record<string, string>) => startImportctl(args, env, 60_000);
 const importctl = async (args: string[], env: Record<string, string> = apiEnv): Promise<RunResult> => (await start(args, env)).done;
-
-/** The CLI's error contract: nothing on stdout, exactly one `importctl: ` line on stderr. */
-function expectOneErrorLine(expect: ExpectStatic, r: RunResult, code: number, pattern: RegExp): void {
-  expect({ code: r.code, stdout: r.stdout }).toEqual({ code, stdout: '' });
-  expect(r.stderr).toMatch(/^importctl: [^\n]+\n$/);
-  expect(r.stderr).toMatch(pattern);
-}
 
 let ctx: PipelineContext;
 let dir: string;

@@ -1,66 +1,14 @@
-import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { readdirSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, inject, test, type ExpectStatic } from 'vitest';
+import { afterAll, beforeAll, describe, inject, test } from 'vitest';
 import { verifyApiKey } from '../../src/auth/api-keys.js';
 import { createDb } from '../../src/db/create-db.js';
 import type { Db } from '../../src/db/database.js';
 import { createTestDatabase } from '../helpers/context.js';
+import { expectOneErrorLine, startImportctl, type RunResult } from './run-cli.js';
 
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const CLI = 'src/cli/importctl.ts';
-/** Every start costs about a second of CPU: more at once would only make each slower and risk timeouts. */
-const MAX_PARALLEL_RUNS = 4;
-
-interface RunResult {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-  /** stdout split into lines, without the empty string after the final newline. */
-  lines: string[];
-}
-
-let running = 0;
-const waiting: Array<() => void> = [];
-
-async function importctl(args: string[], env: Record<string, string>): Promise<RunResult> {
-  if (running >= MAX_PARALLEL_RUNS) await new Promise<void>((resolve) => waiting.push(resolve));
-  running++;
-  try {
-    return await new Promise<RunResult>((resolve, reject) => {
-      // A minimal environment: nothing from the test runner leaks in, and Redis points nowhere,
-      // so any command that touched Redis would hang or fail here.
-      const child = spawn(process.execPath, ['--import', 'tsx', CLI, ...args], {
-        cwd: ROOT,
-        env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', NODE_ENV: 'test', REDIS_URL: 'redis://127.0.0.1:1', ...env },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      let stdout = '';
-      let stderr = '';
-      child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-      child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-      // The CLI must exit by itself; a leaked handle shows up as this timeout.
-      const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
-      child.on('error', reject);
-      child.on('close', (code) => {
-        clearTimeout(timer);
-        resolve({ code, stdout, stderr, lines: stdout.split('\n').slice(0, -1) });
-      });
-    });
-  } finally {
-    running--;
-    waiting.shift()?.();
-  }
-}
-
-/** The CLI's error contract: nothing on stdout, exactly one `importctl: ` line on stderr. */
-function expectOneErrorLine(expect: ExpectStatic, r: RunResult, code: number, pattern: RegExp): void {
-  expect({ code: r.code, stdout: r.stdout }).toEqual({ code, stdout: '' });
-  expect(r.stderr).toMatch(/^importctl: [^\n]+\n$/);
-  expect(r.stderr).toMatch(pattern);
-}
+const importctl = async (args: string[], env: Record<string, string>): Promise<RunResult> => (await startImportctl(args, env, 30_000)).done;
 
 let database: { url: string; drop: () => Promise<void> };
 let env: Record<string, string>;
