@@ -1,7 +1,7 @@
 import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import type { BatchState } from '../db/database.js';
-import type { StageCounts } from '../imports/batches/batch.service.js';
+import type { BatchStatus, ItemView, StageCounts } from '../imports/batches/batch.service.js';
 import { STAGES, type Stage } from '../queue/contract.js';
 
 /** Something the operator must fix on their side (no API key, a URL that is not one): exit 2. */
@@ -32,22 +32,7 @@ export class ApiError extends Error {
 
 export const STAGE_NAMES = STAGES;
 export type StageName = Stage;
-export type { BatchState, StageCounts };
-
-export interface BatchStatus {
-  batch_id: string;
-  import_supplier: string;
-  operations_team_name: string;
-  dry_run: boolean;
-  state: BatchState;
-  total_items: number;
-  succeeded: number;
-  failed: number;
-  cancelled: number;
-  created_at: string;
-  finished_at: string | null;
-  stages: Record<StageName, StageCounts>;
-}
+export type { BatchState, BatchStatus, StageCounts };
 
 export interface ErrorEnvelope {
   detail?: string;
@@ -58,15 +43,8 @@ export interface ErrorEnvelope {
   errors?: Array<{ detail?: string; code?: string; attr?: string | null }>;
 }
 
-export interface BatchItem {
-  line: number;
-  external_account_number: string | null;
-  stage: string;
-  state: string;
-  attempts: number;
-  service_account_number: string | null;
-  error: ErrorEnvelope | null;
-}
+/** An item as the items endpoint lists it, with the envelope its error holds. */
+export type BatchItem = Omit<ItemView, 'error'> & { error: ErrorEnvelope | null };
 
 export interface UploadParams {
   supplier: string;

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { sql, type Kysely } from 'kysely';
 import { formatDatetime, type Clock } from '../../clock.js';
-import type { Database, ItemStage, ItemState } from '../../db/database.js';
+import type { BatchState, Database, ItemStage, ItemState } from '../../db/database.js';
 import { AppError, badRequest, notFound, type ErrorEnvelope } from '../../errors.js';
 import { parseJsonExact, printable, UnstorableString } from '../../http/json.js';
 import { STAGES, type Stage } from '../../queue/contract.js';
@@ -39,7 +39,7 @@ export interface BatchSummary {
   import_supplier: string;
   operations_team_name: string;
   dry_run: boolean;
-  state: string;
+  state: BatchState;
   total_items: number;
   succeeded: number;
   failed: number;
