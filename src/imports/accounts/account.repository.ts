@@ -86,30 +86,6 @@ export async function upsertStagedPayload(
   return row ? { id: row.id, first: row.inserted } : undefined;
 }
 
-/** Identifiers already claimed by another pair (any supplier), with the claimant's pair. */
-export async function findMeterPointClaims(
-  db: Executor,
-  identifiers: readonly string[],
-  except: { supplierId: string; externalAccountNumber: string } | null,
-): Promise<Set<string>> {
-  if (identifiers.length === 0) return new Set();
-  let q = db
-    .selectFrom('meter_point_registrations as r')
-    .innerJoin('account_import_processes as p', 'p.id', 'r.import_process_id')
-    .select('r.identifier')
-    .where('r.identifier', 'in', identifiers);
-  if (except) {
-    q = q.where((eb) =>
-      eb.or([
-        eb('p.import_supplier_id', '!=', except.supplierId),
-        eb('p.external_account_number', '!=', except.externalAccountNumber),
-      ]),
-    );
-  }
-  const rows = await q.execute();
-  return new Set(rows.map((r) => r.identifier));
-}
-
 export interface MeterPointClaimant {
   supplierId: string;
   externalAccountNumber: string;

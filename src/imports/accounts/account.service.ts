@@ -12,7 +12,6 @@ import { findTeamByName } from '../teams/team.repository.js';
 import { batchedLookup } from '../../db/batched.js';
 import {
   findMeterPointClaimants,
-  findMeterPointClaims,
   findProcess,
   lockProcess,
   insertAccount,
@@ -147,13 +146,16 @@ export function createAccountService(deps: AccountServiceDeps) {
 
   async function meterPointClaimErrors(db: Executor, data: AccountData, supplier: ImportSupplier): Promise<ErrorItem[]> {
     const identifiers = meterPointIdentifiers(data);
-    const except = { supplierId: supplier.id, externalAccountNumber: data.external_account_number };
-    if (db !== deps.db) return meterPointErrors(data, await findMeterPointClaims(db, identifiers, except));
-    const claimants = await Promise.all(identifiers.map((i) => claimantOf(i)));
+    // On the pool, shared with the requests in flight; in a transaction, read in it.
+    const claimants =
+      db === deps.db
+        ? new Map(await Promise.all(identifiers.map(async (i) => [i, await claimantOf(i)] as const)))
+        : await findMeterPointClaimants(db, identifiers);
+    // Claimed by another pair; the pair's own claims (a re-stage) are no conflict.
     const claimed = new Set(
-      identifiers.filter((_, k) => {
-        const c = claimants[k];
-        return c !== undefined && (c.supplierId !== except.supplierId || c.externalAccountNumber !== except.externalAccountNumber);
+      identifiers.filter((i) => {
+        const c = claimants.get(i);
+        return c !== undefined && (c.supplierId !== supplier.id || c.externalAccountNumber !== data.external_account_number);
       }),
     );
     return meterPointErrors(data, claimed);
