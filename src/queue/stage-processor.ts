@@ -150,9 +150,10 @@ export function createStageProcessor(ctx: StageProcessorContext, stage: Stage) {
       .executeTakeFirst();
 
   /**
-   * Updates the item of this job's round. With `claimedAt`, only while the item is still where this
-   * job claimed it (that stage, active): progress another run of the job (a stalled repeat) or this
-   * run's own committed step recorded is never overwritten.
+   * Updates the item of this job's round and answers its new state (undefined: no row changed). With
+   * `claimedAt`, only while the item is still where this job claimed it (that stage, active):
+   * progress another run of the job (a stalled repeat) or this run's own committed step recorded is
+   * never overwritten.
    */
   const setItem = (ex: Executor, data: StageJobData, values: Record<string, unknown>, claimedAt?: ItemStage) =>
     ex
@@ -162,6 +163,7 @@ export function createStageProcessor(ctx: StageProcessorContext, stage: Stage) {
       .where('line', '=', data.line)
       .where('round', '=', data.round)
       .$if(claimedAt !== undefined, (q) => q.where('stage', '=', claimedAt!).where('state', '=', 'active'))
+      .returning('state')
       .executeTakeFirst();
 
   /** Runs this stage's work for the item; returns the account number when it learned one. */
@@ -317,28 +319,15 @@ export function createStageProcessor(ctx: StageProcessorContext, stage: Stage) {
       let recorded: ItemState | null | undefined;
       const record: RecordProgress = async (ex, number) => {
         const accountNumber = number ?? claimed.service_account_number;
-        if (next) {
-          // A cancel that arrived while this step ran stops the item here instead of sending it on.
-          const advanced = await ex
-            .updateTable('batch_items')
-            .set({
+        const values = next
+          ? {
               stage: next,
+              // A cancel that arrived while this step ran stops the item here instead of sending it on.
               state: sql<ItemState>`CASE WHEN (SELECT cancel_requested_at FROM batches WHERE id = ${data.batchId}) IS NULL THEN 'waiting' ELSE 'cancelled' END`,
               service_account_number: accountNumber,
-              updated_at: sql`now()`,
-            })
-            .where('batch_id', '=', data.batchId)
-            .where('line', '=', data.line)
-            .where('round', '=', data.round)
-            .where('stage', '=', claimed.stage)
-            .where('state', '=', 'active')
-            .returning('state')
-            .executeTakeFirst();
-          recorded = advanced?.state ?? null;
-        } else {
-          const res = await setItem(ex, data, { state: 'succeeded', service_account_number: claimed.dry_run ? null : accountNumber }, claimed.stage);
-          recorded = Number(res.numUpdatedRows) > 0 ? 'succeeded' : null;
-        }
+            }
+          : { state: 'succeeded', service_account_number: claimed.dry_run ? null : accountNumber };
+        recorded = (await setItem(ex, data, values, claimed.stage))?.state ?? null;
       };
       const number = await runStep(claimed, record);
       // Steps without a transaction of their own (validate, a dry run, an account found already imported) record now.
