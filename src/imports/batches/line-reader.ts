@@ -19,7 +19,8 @@ export async function* readLines(stream: Readable, maxBytes: number): AsyncGener
   let overflow = false;
   let number = 0;
 
-  const finish = (): Line | null => {
+  /** Ends the line held in `parts`, or `whole`: a line found entirely inside one chunk. */
+  const finish = (whole?: Buffer): Line | null => {
     number++;
     if (overflow) {
       overflow = false;
@@ -27,7 +28,7 @@ export async function* readLines(stream: Readable, maxBytes: number): AsyncGener
       size = 0;
       return { number, text: null };
     }
-    let buf = parts.length === 1 ? parts[0]! : Buffer.concat(parts, size);
+    let buf = whole ?? (parts.length === 1 ? parts[0]! : Buffer.concat(parts, size));
     parts = [];
     size = 0;
     if (buf.length > 0 && buf[buf.length - 1] === 0x0d) buf = buf.subarray(0, buf.length - 1);
@@ -41,16 +42,11 @@ export async function* readLines(stream: Readable, maxBytes: number): AsyncGener
     for (;;) {
       const nl = buf.indexOf(0x0a);
       const piece = nl === -1 ? buf : buf.subarray(0, nl);
-      if (nl !== -1 && size === 0 && !overflow && parts.length === 0) {
+      if (nl !== -1 && parts.length === 0 && !overflow) {
         // The common case, a whole line inside this chunk: decoded straight from it, no copy.
         // (Copying every line cost an off-heap allocation per line, most of an upload's RSS growth.)
-        number++;
-        const own = piece.length > 0 && piece[piece.length - 1] === 0x0d ? piece.subarray(0, piece.length - 1) : piece;
-        if (own.length > maxBytes) yield { number, text: null };
-        else {
-          const text = decoder.decode(own);
-          if (text.trim() !== '') yield { number, text };
-        }
+        const line = finish(piece);
+        if (line) yield line;
         buf = buf.subarray(nl + 1);
         continue;
       }
