@@ -6,7 +6,7 @@ import { AppError, item, type ErrorItem } from '../../errors.js';
 import { supplierForChecks } from '../shared/account-lookup.js';
 import { checkDocument } from '../shared/documents.js';
 import { parseIsoDatetime } from '../shared/fields.js';
-import { runLocked, type ExtrasContext, type LockedWrite } from '../shared/imported-account.js';
+import { runLocked, type AccountPair, type ExtrasContext, type LockedWrite } from '../shared/imported-account.js';
 import { issuesToItems, sortByEntry } from '../shared/validation.js';
 import { notesRequestSchema, type NoteInput } from './note.schemas.js';
 
@@ -39,8 +39,7 @@ export function createNoteService(deps: NoteServiceDeps) {
    */
   async function importNotes(input: unknown): Promise<NoteResult[]> {
     const write = await prepareNotes(input);
-    const pair = input as { import_supplier: string; external_account_number: string };
-    return runLocked(deps.db, pair, write);
+    return runLocked(deps.db, input as AccountPair, write); // prepare has checked the pair
   }
 
   /** Everything that can be checked before the account is locked (fields, storage); the writes come back to run under the lock. */

@@ -5,7 +5,7 @@ import { AppError, badRequest } from '../../errors.js';
 import { INSTRUCTION_TYPES, PaymentVendorUnavailable, type PaymentVendorClient, type VendorLookup } from '../../vendors/payment-vendor.js';
 import { findImportedAccountSupplier } from '../shared/account-lookup.js';
 import { choice } from '../shared/fields.js';
-import { accountPairShape, runLocked, type ExtrasContext, type LockedWrite } from '../shared/imported-account.js';
+import { accountPairShape, runLocked, type AccountPair, type ExtrasContext, type LockedWrite } from '../shared/imported-account.js';
 import { parseOrThrow } from '../shared/validation.js';
 
 export const paymentInstructionRequestSchema = z
@@ -51,8 +51,7 @@ export function createPaymentInstructionService(deps: PaymentInstructionServiceD
    */
   async function importPaymentInstruction(input: unknown): Promise<PaymentInstructionResult> {
     const write = await preparePaymentInstruction(input);
-    const pair = input as { import_supplier: string; external_account_number: string };
-    return runLocked(deps.db, pair, write);
+    return runLocked(deps.db, input as AccountPair, write); // prepare has checked the pair
   }
 
   /** The vendor's check, made before the account is locked; the write comes back to run under the lock. */

@@ -5,7 +5,7 @@ import type { DocumentStore } from '../../documents/document-store.js';
 import { AppError, item, type ErrorItem } from '../../errors.js';
 import { supplierForChecks } from '../shared/account-lookup.js';
 import { checkDocument } from '../shared/documents.js';
-import { runLocked, type ExtrasContext, type LockedWrite } from '../shared/imported-account.js';
+import { runLocked, type AccountPair, type ExtrasContext, type LockedWrite } from '../shared/imported-account.js';
 import { issuesToItems, sortByEntry } from '../shared/validation.js';
 import { makeStatementsRequestSchema, type StatementInput } from './statement.schemas.js';
 
@@ -38,8 +38,7 @@ export function createStatementService(deps: StatementServiceDeps) {
    */
   async function importStatements(input: unknown): Promise<StatementsResult> {
     const write = await prepareStatements(input);
-    const pair = input as { import_supplier: string; external_account_number: string };
-    return runLocked(deps.db, pair, write);
+    return runLocked(deps.db, input as AccountPair, write); // prepare has checked the pair
   }
 
   /** Everything that can be checked before the account is locked (fields, storage); the writes come back to run under the lock. */

@@ -4,7 +4,7 @@ import { chunkRows } from '../../db/chunked.js';
 import type { Database, Executor } from '../../db/database.js';
 import { AppError } from '../../errors.js';
 import { findImportedAccountSupplier } from '../shared/account-lookup.js';
-import { runLocked, type ExtrasContext, type ImportedAccount, type LockedWrite } from '../shared/imported-account.js';
+import { runLocked, type AccountPair, type ExtrasContext, type ImportedAccount, type LockedWrite } from '../shared/imported-account.js';
 import { issuesToItems, parseOrThrow } from '../shared/validation.js';
 import {
   transactionSchema,
@@ -69,8 +69,7 @@ export function createTransactionService(deps: TransactionServiceDeps) {
    */
   async function importTransactions(input: unknown, query: unknown): Promise<TransactionResult[]> {
     const write = await prepareTransactions(input, query);
-    const pair = input as { import_supplier: string; external_account_number: string };
-    return runLocked(deps.db, pair, write);
+    return runLocked(deps.db, input as AccountPair, write); // prepare has checked the pair
   }
 
   /** The request's checks that need no lock; the rest (they depend on what the account holds) run with the writes, under the lock. */
