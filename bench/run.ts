@@ -27,6 +27,7 @@ import { runCohort } from './lib/pipeline.js';
 import { machineLine, ratiosLine, ratiosOf, renderReport, targetsOf, type Machine, type Outcome, type Results } from './lib/report.js';
 import { pgClient } from './lib/pg.js';
 import { runUpload } from './lib/upload.js';
+import { renderSoak, runSoak, soakLine, type SoakResult } from './lib/soak.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const log = (line: string) => console.log(line);
@@ -52,7 +53,7 @@ async function main(): Promise<number> {
   const started = new Date();
   const has = (s: Scenario) => opts.only.has(s);
   const mode = opts.smoke ? 'smoke' : 'full';
-  log(`data-import bench (${mode}): ${[...opts.only].join(', ')}`);
+  log(opts.soak ? `data-import bench: soak for ${opts.minutes} minutes` : `data-import bench (${mode}): ${[...opts.only].join(', ')}`);
 
   const build = opts.build ? runBuild() : { ran: false, ok: true, seconds: 0, output: '' };
   const env = await createBenchEnv({ root: ROOT, keep: opts.keep, log });
@@ -68,6 +69,8 @@ async function main(): Promise<number> {
   if (machine.load_average_at_start[0]! > machine.cores / 2) {
     log(`WARNING: the machine is busy (load average ${machine.load_average_at_start[0]} on ${machine.cores} cores): figures will be noisy; see the pg_other and machine CPU columns`);
   }
+
+  if (opts.soak) return soakMode(env, opts, machine, started);
 
   const results: Results = {};
   // How long to wait for PostgreSQL's statistics to settle around each scenario (short in smoke mode).
@@ -184,6 +187,57 @@ async function main(): Promise<number> {
   log(`${countsExact ? 'every count exact' : 'RUN INCOMPLETE: counts not exact (exit 1)'}; figures written to ${path.relative(process.cwd(), file)}`);
   log(ratiosLine(ratios));
   return countsExact ? 0 : 1;
+}
+
+/** --soak: the REST soak with cohort batches beside it, instead of the scenarios. */
+async function soakMode(env: BenchEnv, opts: BenchOptions, machine: Machine, started: Date): Promise<number> {
+  let result: SoakResult | undefined;
+  let failure: string | undefined;
+  try {
+    await setupTeam(env);
+    await setupSupplier(env, 'SOAK', 'soak');
+    await setupSupplier(env, 'SOAKB', 'soakb');
+    await startApi(env);
+    log(`API (pid ${env.api!.pid}) on ${env.apiUrl}; sandbox vendor on ${env.vendor.baseUrl}`);
+    await startWorkerProcesses(env, opts.workerProcesses);
+    log(`worker process(es) (pid ${env.workers.map((w) => w.pid).join(', ')}) connected to every stage queue`);
+    await checkpoint(env.databaseUrl);
+    const token = await obtainToken(env, 'bench-soak');
+    let keys = 0;
+    log(`\n-- soak: ${opts.soakClients} REST clients for ${opts.minutes} minutes, cohort batches of ${opts.soakBatchAccounts} beside them`);
+    result = await runSoak(env, token, () => obtainToken(env, `bench-soak-batch-${++keys}`), {
+      minutes: opts.minutes,
+      clients: opts.soakClients,
+      batchAccounts: opts.soakBatchAccounts,
+      restSupplier: 'SOAK',
+      batchSupplier: 'SOAKB',
+      batchDocumentsRoot: 'soakb',
+      log,
+    });
+  } catch (err) {
+    failure = err instanceof Error ? err.message : String(err);
+    log(`soak FAILED: ${failure}`);
+  } finally {
+    log('cleaning up');
+    await cleanup();
+  }
+  const problems = failure ? [failure] : (result?.problems ?? []);
+  const file = opts.out ?? path.join(ROOT, 'bench', 'results', `${started.toISOString().slice(0, 16).replace(':', '-')}-soak.json`);
+  mkdirSync(path.dirname(file), { recursive: true });
+  writeFileSync(
+    file,
+    `${JSON.stringify({ date: started.toISOString(), mode: 'soak', options: { ...opts, only: [...opts.only] }, machine: { ...machine, load_average_at_end: os.loadavg().map((n) => Math.round(n * 100) / 100) }, soak: result ?? null, problems }, null, 2)}\n`,
+  );
+  log('');
+  if (result) log(renderSoak(result));
+  log('');
+  if (problems.length > 0) {
+    log('problems:');
+    for (const p of problems) log(`  - ${p}`);
+  }
+  log(`${problems.length === 0 ? 'every count and sum exact' : 'RUN INCOMPLETE: counts or sums not exact (exit 1)'}; figures written to ${path.relative(process.cwd(), file)}`);
+  if (result) log(soakLine(result));
+  return problems.length === 0 ? 0 : 1;
 }
 
 /** Runs one scenario; a failure is recorded and the run goes on to the next. */

@@ -23,6 +23,14 @@ export interface BenchOptions {
   profile: boolean;
   /** Where the JSON goes; default bench/results/<YYYY-MM-DDTHH-MM>[-smoke].json. */
   out: string | undefined;
+  /** Run the soak instead of the scenarios: mixed REST rounds against growing tables, a cohort beside them. */
+  soak: boolean;
+  /** Length of the soak in minutes (at least 3: the ratio compares the last minute with the second). */
+  minutes: number;
+  /** REST clients of the soak. */
+  soakClients: number;
+  /** Accounts per cohort batch run back to back beside the soak's clients. */
+  soakBatchAccounts: number;
 }
 
 export const USAGE = `usage: npm run bench -- [options]
@@ -45,6 +53,11 @@ export const USAGE = `usage: npm run bench -- [options]
   --profile               run the API and workers with --cpu-prof; profiles are kept in
                           bench/results/profiles-<date>/ (figures are then a little lower)
   --out FILE              write the JSON there instead of bench/results/<date>.json
+  --soak                  instead of the scenarios: 8 REST clients of mixed rounds against growing
+                          tables, cohort batches beside them, figures per minute and a soak: line
+  --minutes N             soak length in minutes (default 10, at least 3)
+  --soak-clients N        REST clients of the soak (default 8)
+  --soak-batch N          accounts per cohort batch beside the soak (default 2000)
   --help`;
 
 export class UsageError extends Error {}
@@ -100,8 +113,12 @@ export function parseArgs(argv: readonly string[]): BenchOptions | 'help' {
     build: flags.get('no-build') !== true,
     profile: flags.get('profile') === true,
     out: typeof out === 'string' ? out : undefined,
+    soak: flags.get('soak') === true,
+    minutes: int('minutes', 10, 3),
+    soakClients: int('soak-clients', 8),
+    soakBatchAccounts: int('soak-batch', 2_000),
   };
 }
 
-const BOOLEAN_FLAGS = new Set(['smoke', 'keep', 'no-build', 'profile', 'help']);
-const VALUE_FLAGS = new Set(['only', 'accounts', 'peer-accounts', 'peer-clients', 'upload-lines', 'http-seconds', 'http-connections', 'ceiling-concurrency', 'worker-processes', 'out']);
+const BOOLEAN_FLAGS = new Set(['smoke', 'keep', 'no-build', 'profile', 'help', 'soak']);
+const VALUE_FLAGS = new Set(['only', 'accounts', 'peer-accounts', 'peer-clients', 'upload-lines', 'http-seconds', 'http-connections', 'ceiling-concurrency', 'worker-processes', 'out', 'minutes', 'soak-clients', 'soak-batch']);

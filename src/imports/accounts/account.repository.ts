@@ -302,6 +302,11 @@ export async function listProcesses(
   after: string | null,
   limit: number,
 ): Promise<ListEntry[]> {
+  return listProcessesQuery(db, supplierId, kind, after, limit).execute();
+}
+
+/** The statement behind listProcesses, unexecuted: the bench compiles it to show the plan the service gets. */
+export function listProcessesQuery(db: Executor, supplierId: string, kind: ListKind, after: string | null, limit: number) {
   let q = db
     .selectFrom('account_import_processes as p')
     .leftJoin('accounts as a', 'a.id', 'p.account_id')
@@ -314,5 +319,5 @@ export async function listProcesses(
   else if (kind === 'pending') q = q.where(pending);
   else q = q.where((eb) => eb.or([eb('p.account_id', 'is not', null), pending(eb)]));
   if (after !== null) q = q.where('p.external_account_number', '>', after);
-  return q.orderBy('p.external_account_number').limit(limit).execute();
+  return q.orderBy('p.external_account_number').limit(limit);
 }
