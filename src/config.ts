@@ -25,6 +25,8 @@ const envSchema = z
     DATABASE_POOL_SIZE: optionalInt(20).pipe(z.number().int().min(1).max(500)),
     /** Named prepared statements; 'false' behind a pooler in transaction mode that cannot keep them (PgBouncer before 1.21). */
     DATABASE_PREPARED_STATEMENTS: z.enum(['true', 'false']).default('true'),
+    /** How often a worker process checks whether a table grew enough to ANALYZE it (0: never; leave it to autovacuum). */
+    DATABASE_ANALYZE_INTERVAL_S: optionalInt(15).pipe(z.number().int().min(0).max(86_400)),
     REDIS_URL: z.string().url().default('redis://127.0.0.1:6379'),
     /** Prefix of every Redis key this deployment owns (queues, semaphore, markers). */
     REDIS_PREFIX: z
@@ -132,6 +134,7 @@ export interface Config {
   readonly databaseUrl: string;
   readonly databasePoolSize: number;
   readonly databasePreparedStatements: boolean;
+  readonly databaseAnalyzeIntervalMs: number;
   readonly redisUrl: string;
   readonly redisPrefix: string;
   readonly tokenSecret: string;
@@ -180,6 +183,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     databaseUrl: e.DATABASE_URL,
     databasePoolSize: e.DATABASE_POOL_SIZE,
     databasePreparedStatements: e.DATABASE_PREPARED_STATEMENTS === 'true',
+    databaseAnalyzeIntervalMs: e.DATABASE_ANALYZE_INTERVAL_S * 1000,
     redisUrl: e.REDIS_URL,
     redisPrefix: e.REDIS_PREFIX,
     tokenSecret: e.TOKEN_SECRET ?? DEVELOPMENT_TOKEN_SECRET,

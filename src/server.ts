@@ -1,6 +1,7 @@
 import closeWithGrace from 'close-with-grace';
 import { ConfigError, loadConfig } from './config.js';
 import { ensureDatabase, migrate } from './db/migrator.js';
+import { startStatisticsKeeper } from './db/statistics.js';
 import { createDeps } from './deps.js';
 import { buildApp } from './http/app.js';
 import { QUEUE_NAMES } from './queue/contract.js';
@@ -24,6 +25,8 @@ async function main(): Promise<void> {
   }
   const deps = createDeps(config, { log });
   const { app, services, metrics } = await buildApp(deps);
+  // Tables keep current statistics as they grow, whatever autovacuum does (db/statistics.ts).
+  const statistics = startStatisticsKeeper(deps.db, { intervalMs: config.databaseAnalyzeIntervalMs, log });
   let workers: WorkerSet | undefined;
   if (config.runWorkers) {
     workers = startWorkers(deps, services, { queues: QUEUE_NAMES, observe: (stage, outcome, s) => metrics.observeJob(stage, outcome, s) });
@@ -34,6 +37,7 @@ async function main(): Promise<void> {
     else log.info({ signal }, 'shutting down');
     await app.close();
     await workers?.close();
+    await statistics.stop();
     await deps.close();
   });
   await app.listen({ port: config.port, host: config.host });

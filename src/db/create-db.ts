@@ -33,6 +33,12 @@ function statementName(text: string): string {
  * number, so a backend's memory stays bounded. A statement whose tables a migration changed while
  * the process runs is prepared again: run again at once outside a transaction; inside one, the
  * transaction fails once (a request's 500, a job's retry) and its retry succeeds.
+ *
+ * A prepared statement may run a generic plan, which PostgreSQL keeps until the statistics of its
+ * tables change. A plan chosen while the tables were small is therefore replaced only because the
+ * service keeps its tables' statistics current as they grow (db/statistics.ts), whether or not
+ * autovacuum runs; planning every execution instead (plan_cache_mode = force_custom_plan) cost the
+ * pipeline a third of its throughput (docs/decisions.md, "Plans and statistics").
  */
 class PreparingClient extends pg.Client {
   /** The name each statement text (by its digest) has on this connection. */

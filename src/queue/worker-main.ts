@@ -1,5 +1,6 @@
 import Fastify, { type FastifyBaseLogger } from 'fastify';
 import { loadConfig, ConfigError } from '../config.js';
+import { startStatisticsKeeper } from '../db/statistics.js';
 import { createDeps } from '../deps.js';
 import { createServices } from '../imports/services.js';
 import { registerOperatorRoutes } from '../http/operator.js';
@@ -26,6 +27,8 @@ export async function runWorkerProcess(queues: readonly QueueName[]): Promise<vo
   const services = createServices(deps);
   const metrics = createMetrics(deps);
   const set = startWorkers(deps, services, { queues, observe: (q, o, s) => metrics.observeJob(q, o, s) });
+  // Tables keep current statistics as they grow, whatever autovacuum does (db/statistics.ts).
+  const statistics = startStatisticsKeeper(deps.db, { intervalMs: config.databaseAnalyzeIntervalMs, log });
   // Job durations live in this process: serve them when asked to, behind the operator credentials.
   const metricsApp = config.workerMetricsPort === undefined ? undefined : Fastify({ loggerInstance: log as FastifyBaseLogger });
   if (metricsApp && config.workerMetricsPort !== undefined) {
@@ -42,6 +45,7 @@ export async function runWorkerProcess(queues: readonly QueueName[]): Promise<vo
     stopping = true;
     log.info({ signal }, 'stopping workers');
     await set.close();
+    await statistics.stop();
     await metricsApp?.close();
     await deps.close();
     process.exit(0);
