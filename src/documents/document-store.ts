@@ -20,6 +20,8 @@ export type DocumentKeyResult = { ok: true; key: string } | { ok: false; reason:
 
 /** S3's own limit on a key, in UTF-8 bytes; also applied to a payload path alone. */
 export const MAX_DOCUMENT_KEY_BYTES = 1024;
+/** The longest file or folder name common file systems allow (ext4, XFS, APFS, NTFS), in bytes. */
+export const MAX_DOCUMENT_NAME_BYTES = 255;
 
 /**
  * Validates a payload's document path and joins it under the supplier's root. The only place this
@@ -89,6 +91,7 @@ function shapeProblem(path: string): string | null {
   for (const segment of path.split('/')) {
     if (segment === '') return 'the path contains an empty segment (//)';
     if (segment === '.' || segment === '..') return `the path contains a '${segment}' segment`;
+    if (Buffer.byteLength(segment, 'utf8') > MAX_DOCUMENT_NAME_BYTES) return `a file or folder name in the path is longer than ${MAX_DOCUMENT_NAME_BYTES} bytes`;
   }
   return null;
 }

@@ -1,6 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { mkdir, open, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { mkdir, open, realpath, rename, rm, writeFile, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
+
+/**
+ * Never follow a symbolic link in the last component, and never wait on a FIFO or a device whose
+ * other end is not there: such an open returns at once, and fstat then says it is no document.
+ */
+const READ_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
 
 // Not `implements DocumentStore`: importing the interface would make a module cycle with the
 // factory; createDocumentStore checks the shape instead.
@@ -16,29 +23,20 @@ export class LocalDocumentStore {
   }
 
   async head(key: string): Promise<{ size: number } | null> {
-    const file = this.#file(key);
+    const handle = await this.#openDocument(key);
+    if (handle === null) return null;
     try {
-      const info = await stat(file);
-      // A folder is a key prefix in object-storage terms, not a document.
-      return info.isFile() ? { size: info.size } : null;
-    } catch (err) {
-      if (isMissing(err)) return null;
-      throw err;
+      return { size: (await handle.stat()).size };
+    } finally {
+      await handle.close();
     }
   }
 
   async readStart(key: string, bytes: number): Promise<Buffer | null> {
     assertByteCount(bytes);
-    const file = this.#file(key);
-    let handle;
+    const handle = await this.#openDocument(key);
+    if (handle === null) return null;
     try {
-      handle = await open(file, 'r');
-    } catch (err) {
-      if (isMissing(err)) return null;
-      throw err;
-    }
-    try {
-      if (!(await handle.stat()).isFile()) return null;
       const buffer = Buffer.alloc(bytes);
       let filled = 0;
       // read() may return fewer bytes than asked before the end of the file.
@@ -51,6 +49,35 @@ export class LocalDocumentStore {
     } finally {
       await handle.close();
     }
+  }
+
+  /**
+   * The document's open handle, or null when there is none: missing, a folder (a key prefix in
+   * object-storage terms), a FIFO, a socket or a device, or a path through a symbolic link. A link
+   * could lead out of the supplier's root, into another supplier's documents or anywhere on the
+   * machine, so no link below the documents folder is followed (the folder itself may be one).
+   */
+  async #openDocument(key: string): Promise<FileHandle | null> {
+    const file = this.#file(key);
+    let real: string;
+    let root: string;
+    let handle: FileHandle;
+    try {
+      [real, root] = await Promise.all([realpath(file), realpath(this.#dir)]);
+      if (real !== path.join(root, ...key.split('/'))) return null;
+      handle = await open(real, READ_FLAGS);
+    } catch (err) {
+      if (isMissing(err)) return null;
+      throw err;
+    }
+    try {
+      if ((await handle.stat()).isFile()) return handle;
+    } catch (err) {
+      await handle.close();
+      throw err;
+    }
+    await handle.close();
+    return null;
   }
 
   async put(key: string, body: Buffer | string): Promise<void> {
@@ -81,8 +108,9 @@ export class LocalDocumentStore {
 
 function isMissing(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;
-  // ENOTDIR: a parent in the key is a file, so the document cannot exist.
-  return code === 'ENOENT' || code === 'ENOTDIR';
+  // ENOTDIR: a parent in the key is a file, so the document cannot exist. ELOOP: the key's last
+  // component is a symbolic link (O_NOFOLLOW), or links loop: no document either way.
+  return code === 'ENOENT' || code === 'ENOTDIR' || code === 'ELOOP';
 }
 
 function assertByteCount(bytes: number): void {

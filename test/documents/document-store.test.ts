@@ -198,6 +198,18 @@ describe('s3 document store failures', () => {
   });
 });
 
+/** A path of exactly `bytes` ASCII bytes, of names no longer than a file system allows. */
+const long = (bytes: number): string => {
+  const names: string[] = [];
+  let left = bytes;
+  while (left > 0) {
+    const n = Math.min(250, left - (names.length ? 1 : 0));
+    names.push('x'.repeat(n));
+    left -= n + (names.length > 1 ? 1 : 0);
+  }
+  return names.join('/');
+};
+
 describe('resolveDocumentKey', () => {
   it.each([
     ['../x', /'\.\.' segment/],
@@ -228,6 +240,9 @@ describe('resolveDocumentKey', () => {
     ['a/./b', /'\.' segment/],
     ['', /empty/],
     ['x'.repeat(1025), /longer than 1024/],
+    [long(1025), /longer than 1024/],
+    ['x'.repeat(256), /longer than 255 bytes/],
+    [`a/${'é'.repeat(128)}/b`, /longer than 255 bytes/],
     ['é'.repeat(513), /longer than 1024/],
     ['\uff0e\uff0e/x', /normalise/],
     ['a/\u2025/x', /normalise/],
@@ -246,7 +261,8 @@ describe('resolveDocumentKey', () => {
     ['50% off.pdf', 'suppliers/acme/50% off.pdf'],
     ['100%.pdf', 'suppliers/acme/100%.pdf'],
     ['a..b/.hidden/x..pdf', 'suppliers/acme/a..b/.hidden/x..pdf'],
-    ['x'.repeat(1000), `suppliers/acme/${'x'.repeat(1000)}`],
+    [long(1000), `suppliers/acme/${long(1000)}`],
+    ['x'.repeat(255), `suppliers/acme/${'x'.repeat(255)}`],
   ])('accepts %j', (input, key) => {
     const result = resolveDocumentKey('suppliers/acme', input);
     expect(result).toEqual({ ok: true, key });
@@ -273,7 +289,7 @@ describe('resolveDocumentKey', () => {
   });
 
   it('refuses a path that fits alone but not under the root', () => {
-    const result = resolveDocumentKey('suppliers/acme', 'x'.repeat(1020));
+    const result = resolveDocumentKey('suppliers/acme', long(1020));
     expect(result.ok).toBe(false);
     if (!result.ok) expect(result.reason).toMatch(/too long/);
   });
