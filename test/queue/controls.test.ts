@@ -102,9 +102,11 @@ describe('a supplier paused mid-batch', () => {
 
     await setSupplierStatus(ctx, SUPPLIER, 'ONGOING');
 
-    // A retry naming some accounts requeues only those that failed (an unknown number is ignored).
+    // A retry naming some accounts requeues only those that failed (an unknown number is ignored),
+    // also when the list is longer than one statement's 65,535 parameters.
     const some = exts.slice(0, 5);
-    expect(await retry(batch_id, { external_account_numbers: [...some, 'PA-NO-SUCH-ACCOUNT'] })).toEqual({ requeued: 5 });
+    const unknown = Array.from({ length: 70_000 }, (_, i) => `PA-NO-SUCH-ACCOUNT-${i}`);
+    expect(await retry(batch_id, { external_account_numbers: [...unknown.slice(0, 35_000), ...some, ...unknown.slice(35_000)] })).toEqual({ requeued: 5 });
     const partial = await ctx.waitForEnd(batch_id, LONG);
     expect(partial).toMatchObject({ state: 'COMPLETED_WITH_ERRORS', succeeded: 5, failed: COUNT - 5 });
     const afterPartial = await batchItems(ctx, batch_id, 'succeeded');

@@ -209,7 +209,8 @@ export function createBatchService(deps: BatchServiceDeps) {
         .where('batch_id', '=', batchId)
         .where('state', '=', 'failed')
         .where('stage', '!=', 'parse')
-        .$if(externalAccountNumbers !== undefined, (q) => q.where('external_account_number', 'in', externalAccountNumbers!))
+        // = ANY(array): one parameter however many numbers (a list of 100,000 would pass PostgreSQL's 65,535).
+        .$if(externalAccountNumbers !== undefined, (q) => q.where(sql<boolean>`external_account_number = any(${[...externalAccountNumbers!]}::text[])`))
         .returning(['line'])
         .execute();
       if (rows.length > 0) {
