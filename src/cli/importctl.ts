@@ -2,7 +2,7 @@
 import { realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
-import { ApiKeyNameTaken, createApiKey, revokeApiKey } from '../auth/api-keys.js';
+import { ApiKeyNameTaken, createApiKey, revokeApiKey, UnknownScopeSupplier } from '../auth/api-keys.js';
 import { formatDatetime } from '../clock.js';
 import { ConfigError, loadConfig, type Config } from '../config.js';
 import { createDb } from '../db/create-db.js';
@@ -176,11 +176,23 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
     .command('create')
     .description('Issue a key; it is printed once, alone on the last line, and only its hash is stored.')
     .argument('<name>', 'a name to revoke it by later (unique among active keys)')
-    .action((name: string) =>
+    .option('--supplier <code>', 'scope the key to this import supplier (repeat for several); without it the key reaches every supplier', (code: string, codes: string[]) => [...codes, code], [] as string[])
+    .action((name: string, opts: { supplier: string[] }) =>
       withDb(async (db) => {
         if (name.trim() === '') throw new UsageError('the API key name must not be empty');
-        const issued = await createApiKey(db, name);
+        let issued;
+        try {
+          issued = await createApiKey(db, name, opts.supplier);
+        } catch (err) {
+          if (err instanceof UnknownScopeSupplier) throw new CliFailure(`Cannot scope the key: ${err.message}.`);
+          throw err;
+        }
         out(`created API key '${issued.name}'`);
+        out(
+          issued.suppliers.length > 0
+            ? `scope: suppliers ${issued.suppliers.join(', ')} only; every other supplier is invisible to it`
+            : 'scope: EVERY supplier (no --supplier given): it can read and write all suppliers\' accounts and batches',
+        );
         out('warning: the key is shown only once and cannot be recovered; store it now.');
         out(issued.key);
       }),

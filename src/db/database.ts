@@ -35,6 +35,12 @@ export interface ApiKeysTable {
   revoked_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
 }
 
+/** The suppliers a scoped API key reaches; a key with no rows reaches every supplier. */
+export interface ApiKeySuppliersTable {
+  api_key_id: string;
+  import_supplier_id: string;
+}
+
 export interface AccountsTable {
   id: Generated<string> & Id;
   number: string;
@@ -223,6 +229,8 @@ export interface BatchesTable {
   state: ColumnType<BatchState, BatchState | undefined, BatchState>;
   total_items: ColumnType<number, number | undefined, number>;
   idempotency_key: string | null;
+  /** The API key that uploaded it (its Idempotency-Key's namespace); null for importctl uploads. */
+  api_key_id: ColumnType<string | null, string | null | undefined, string | null>;
   cancel_requested_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
   created_at: CreatedAt;
   finished_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
@@ -255,6 +263,7 @@ export interface Database {
   import_suppliers: ImportSuppliersTable;
   operations_teams: OperationsTeamsTable;
   api_keys: ApiKeysTable;
+  api_key_suppliers: ApiKeySuppliersTable;
   accounts: AccountsTable;
   account_import_processes: AccountImportProcessesTable;
   meter_point_registrations: MeterPointRegistrationsTable;

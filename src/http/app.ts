@@ -1,6 +1,7 @@
 import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply } from 'fastify';
 import { TokenService } from '../auth/tokens.js';
 import type { Deps } from '../deps.js';
+import { runInScope, type SupplierScope } from '../auth/supplier-scope.js';
 import { AppError } from '../errors.js';
 import { JSON_BODY_LIMIT, toAppError } from './app-errors.js';
 import { createServices, type Services } from '../imports/services.js';
@@ -8,7 +9,7 @@ import { registerGraphql } from '../graphql/obtain-token.js';
 import { createTokenAuthenticator } from './auth.js';
 import { parseJsonExact, printable, storable, UnstorableString } from './json.js';
 import { buildOpenApi } from './openapi.js';
-import type { RouteDef } from './route.js';
+import { scopeOf, type RouteDef } from './route.js';
 import { createMetrics, type Metrics } from '../metrics.js';
 import { registerOperatorRoutes } from './operator.js';
 import { accountRoutes } from './routes/accounts.js';
@@ -20,6 +21,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The API key the request's token was issued for; set by the token hook. */
     apiKeyId: string;
+    /** The suppliers that key reaches (null: every one); set by the token hook, undefined on routes without one. */
+    supplierScope: SupplierScope | undefined;
   }
 }
 
@@ -88,6 +91,7 @@ export async function buildApp(deps: Deps): Promise<BuiltApp> {
   const tokens = new TokenService(deps.config.tokenSecret, () => deps.clock.now());
   const authenticate = createTokenAuthenticator(deps.db, tokens);
   app.decorateRequest('apiKeyId', '');
+  app.decorateRequest('supplierScope', undefined);
   await registerGraphql(app, deps.db, tokens, {
     redis: deps.redis,
     prefix: deps.config.redisPrefix,
@@ -104,11 +108,14 @@ export async function buildApp(deps: Deps): Promise<BuiltApp> {
       ...(r.auth === 'token'
         ? {
             onRequest: async (req) => {
-              req.apiKeyId = await authenticate(req);
+              const principal = await authenticate(req);
+              req.apiKeyId = principal.apiKeyId;
+              req.supplierScope = principal.scope;
             },
           }
         : {}),
-      handler: r.handler,
+      // Everything a token route's handler does runs in its key's supplier scope (auth/supplier-scope.ts).
+      handler: r.auth === 'token' ? (req, reply) => runInScope(scopeOf(req), () => r.handler(req, reply)) : r.handler,
     });
   }
   const openapi = buildOpenApi(routes, '1.0.0');

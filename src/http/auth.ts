@@ -1,5 +1,6 @@
 import type { FastifyRequest } from 'fastify';
-import { createApiKeyActivity } from '../auth/api-keys.js';
+import { createApiKeyScopes } from '../auth/api-keys.js';
+import type { SupplierScope } from '../auth/supplier-scope.js';
 import type { TokenService } from '../auth/tokens.js';
 import type { Executor } from '../db/database.js';
 import { AppError } from '../errors.js';
@@ -10,11 +11,11 @@ const unauthorized = (code: string, detail: string) =>
 /**
  * `Authorization: Token <access token>`: verifies the token (signature, algorithm, expiry) and that
  * the API key it was issued for is still active, so revoking a key locks its tokens out at once.
- * Resolves to the API key id; throws a 401 envelope otherwise.
+ * Resolves to the API key id and the suppliers it reaches; throws a 401 envelope otherwise.
  */
 export function createTokenAuthenticator(db: Executor, tokens: TokenService) {
-  const isApiKeyActive = createApiKeyActivity(db);
-  return async (req: FastifyRequest): Promise<string> => {
+  const scopeOf = createApiKeyScopes(db);
+  return async (req: FastifyRequest): Promise<{ apiKeyId: string; scope: SupplierScope }> => {
     const header = req.headers.authorization;
     if (header === undefined || header.trim() === '') {
       throw unauthorized('not_authenticated', 'Authentication credentials were not provided.');
@@ -27,9 +28,10 @@ export function createTokenAuthenticator(db: Executor, tokens: TokenService) {
         ? unauthorized('token_expired', 'The token has expired; obtain a new one.')
         : unauthorized('authentication_failed', 'Invalid token.');
     }
-    if (!(await isApiKeyActive(result.claims.sub))) {
+    const scope = await scopeOf(result.claims.sub);
+    if (scope === undefined) {
       throw unauthorized('authentication_failed', 'The API key behind this token is no longer valid.');
     }
-    return result.claims.sub;
+    return { apiKeyId: result.claims.sub, scope };
   };
 }

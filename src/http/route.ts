@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { z } from 'zod';
+import type { SupplierScope } from '../auth/supplier-scope.js';
 
 export interface ResponseSpec {
   description: string;
@@ -28,3 +29,9 @@ export interface RouteDef {
 }
 
 export const defineRoutes = (routes: RouteDef[]): RouteDef[] => routes;
+
+/** The suppliers the request's API key reaches (set by the token hook; every token route has one). */
+export function scopeOf(req: FastifyRequest): SupplierScope {
+  if (req.supplierScope === undefined) throw new Error(`${req.method} ${req.routeOptions.url}: no token hook set a supplier scope`);
+  return req.supplierScope;
+}

@@ -182,6 +182,24 @@ describe.concurrent('importctl', { timeout: 120_000 }, () => {
     expect(after.rows[0].revoked_at).toBeInstanceOf(Date);
   });
 
+  test('api-key create --supplier scopes a key to those suppliers, says so, and refuses an unknown supplier', async ({ expect }) => {
+    await pool.query("INSERT INTO import_suppliers (code, name) VALUES ('SCOPEA', 'A'), ('SCOPEB', 'B')");
+    const scoped = await importctl(['api-key', 'create', 'cli-scoped', '--supplier', 'SCOPEA', '--supplier', 'SCOPEB'], env);
+    expect([scoped.code, scoped.stderr]).toEqual([0, '']);
+    expect(scoped.lines).toContain('scope: suppliers SCOPEA, SCOPEB only; every other supplier is invisible to it');
+    const rows = await pool.query<{ code: string }>(
+      "SELECT s.code FROM api_key_suppliers ks JOIN api_keys k ON k.id = ks.api_key_id JOIN import_suppliers s ON s.id = ks.import_supplier_id WHERE k.name = 'cli-scoped' ORDER BY s.code",
+    );
+    expect(rows.rows.map((r) => r.code)).toEqual(['SCOPEA', 'SCOPEB']);
+
+    const everyone = await importctl(['api-key', 'create', 'cli-everyone'], env);
+    expect(everyone.lines.some((l) => /^scope: EVERY supplier/.test(l))).toBe(true);
+
+    const unknown = await importctl(['api-key', 'create', 'cli-nowhere', '--supplier', 'SCOPEA', '--supplier', 'NOPE'], env);
+    expectOneErrorLine(expect, unknown, 1, /no import supplier 'NOPE'/);
+    expect((await pool.query("SELECT 1 FROM api_keys WHERE name = 'cli-nowhere'")).rowCount).toBe(0);
+  });
+
   test('account skip marks new and staged accounts, refuses imported ones and unknown suppliers', async ({ expect }) => {
     const supplier = await pool.query<{ id: string }>(
       "INSERT INTO import_suppliers (code, name) VALUES ('SKIPCO', 'Skip Co') RETURNING id::text AS id",

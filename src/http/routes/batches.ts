@@ -73,7 +73,7 @@ export function batchRoutes(batches: BatchService): RouteDef[] {
         if (!(req.body instanceof Readable)) {
           throw new AppError(415, 'unsupported_media_type', 'Send the cohort as application/x-ndjson: one account bundle per line.');
         }
-        const result = await batches.upload(req.body, { ...q, idempotencyKey: key });
+        const result = await batches.upload(req.body, { ...q, idempotencyKey: key, apiKeyId: req.apiKeyId });
         reply.code(202);
         return { batch_id: result.batch_id, total_items: result.total_items };
       },

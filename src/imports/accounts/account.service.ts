@@ -6,6 +6,7 @@ import { AppError, badRequest, item, notFound, type ErrorItem } from '../../erro
 import { enqueueWelcomeEmail, type Queues } from '../../queue/queues.js';
 import type { InProgressMarkers, ProcessPermits } from '../../queue/semaphore.js';
 import { issuesToItems, parseOrThrow } from '../shared/validation.js';
+import { reaches } from '../../auth/supplier-scope.js';
 import { findSupplierByCode } from '../suppliers/supplier.repository.js';
 import { assertMigrationOngoing, supplierNotFound } from '../suppliers/supplier.rules.js';
 import { findTeamByName } from '../teams/team.repository.js';
@@ -132,7 +133,7 @@ export function createAccountService(deps: AccountServiceDeps) {
     const rawSupplier = (input as { import_supplier?: unknown } | null)?.import_supplier;
     let supplier: ImportSupplier | undefined;
     if (typeof rawSupplier === 'string' && rawSupplier !== '') {
-      supplier = known?.code === rawSupplier ? known : db === deps.db ? await supplierByCode(rawSupplier) : await findSupplierByCode(db, rawSupplier);
+      supplier = known?.code === rawSupplier ? known : db === deps.db ? (reaches(rawSupplier) ? await supplierByCode(rawSupplier) : undefined) : await findSupplierByCode(db, rawSupplier);
       if (!supplier) items.push(supplierNotFound(rawSupplier, 'import_supplier').errors[0]!);
     }
     if (parsed.success && supplier) {

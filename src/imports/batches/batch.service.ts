@@ -7,6 +7,7 @@ import { AppError, badRequest, notFound, type ErrorEnvelope } from '../../errors
 import { parseJsonExact, printable, UnstorableString } from '../../http/json.js';
 import { STAGES, type Stage } from '../../queue/contract.js';
 import { enqueueStage, type Queues } from '../../queue/queues.js';
+import { reaches } from '../../auth/supplier-scope.js';
 import { findSupplierByCode } from '../suppliers/supplier.repository.js';
 import { supplierNotFound } from '../suppliers/supplier.rules.js';
 import { findTeamByName } from '../teams/team.repository.js';
@@ -24,6 +25,8 @@ export interface UploadParams {
   operations_team_name: string;
   dry_run: boolean;
   idempotencyKey?: string | undefined;
+  /** The API key uploading (its Idempotency-Keys are its own); undefined for importctl. */
+  apiKeyId?: string | undefined;
 }
 
 export interface StageCounts {
@@ -91,8 +94,9 @@ export function createBatchService(deps: BatchServiceDeps) {
     if (params.idempotencyKey !== undefined) {
       const claimed = await deps.db
         .insertInto('batches')
-        .values({ id, import_supplier_id: supplier.id, operations_team_id: team.id, dry_run: params.dry_run, idempotency_key: params.idempotencyKey })
-        .onConflict((oc) => oc.columns(['import_supplier_id', 'idempotency_key']).where('idempotency_key', 'is not', null).doNothing())
+        .values({ id, import_supplier_id: supplier.id, operations_team_id: team.id, dry_run: params.dry_run, idempotency_key: params.idempotencyKey, api_key_id: params.apiKeyId ?? null })
+        // The only other unique key is the random id: a conflict is this key's batch (batches_idempotency).
+        .onConflict((oc) => oc.doNothing())
         .returning('id')
         .executeTakeFirst();
       if (!claimed) {
@@ -102,13 +106,14 @@ export function createBatchService(deps: BatchServiceDeps) {
           .select(['id', 'total_items'])
           .where('import_supplier_id', '=', supplier.id)
           .where('idempotency_key', '=', params.idempotencyKey)
+          .where(sql<boolean>`api_key_id IS NOT DISTINCT FROM ${params.apiKeyId ?? null}::bigint`)
           .executeTakeFirstOrThrow();
         return { batch_id: existing.id, total_items: existing.total_items, existing: true };
       }
     } else {
       await deps.db
         .insertInto('batches')
-        .values({ id, import_supplier_id: supplier.id, operations_team_id: team.id, dry_run: params.dry_run })
+        .values({ id, import_supplier_id: supplier.id, operations_team_id: team.id, dry_run: params.dry_run, api_key_id: params.apiKeyId ?? null })
         .execute();
     }
 
@@ -158,7 +163,8 @@ export function createBatchService(deps: BatchServiceDeps) {
 
   async function mustFind(batchId: string): Promise<BatchRow> {
     const batch = UUID.test(batchId) ? await findBatch(deps.db, batchId) : undefined;
-    if (!batch) throw notFound('batch_not_found', `Batch '${batchId}' does not exist.`);
+    // A batch of a supplier the request's API key does not reach is one that does not exist.
+    if (!batch || !reaches(batch.supplier_code)) throw notFound('batch_not_found', `Batch '${batchId}' does not exist.`);
     return batch;
   }
 

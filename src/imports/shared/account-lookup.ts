@@ -1,3 +1,4 @@
+import { reaches } from '../../auth/supplier-scope.js';
 import type { Executor, ImportSupplier } from '../../db/database.js';
 import { AppError, notFound } from '../../errors.js';
 import { assertMigrationOngoing } from '../suppliers/supplier.rules.js';
@@ -19,7 +20,8 @@ export async function findImportedAccountSupplier(
     assertMigrationOngoing(known);
     return known;
   }
-  const supplier = await db.selectFrom('import_suppliers').selectAll().where('code', '=', supplierCode).executeTakeFirst();
+  // A supplier the request's API key does not reach is one that does not exist.
+  const supplier = reaches(supplierCode) ? await db.selectFrom('import_suppliers').selectAll().where('code', '=', supplierCode).executeTakeFirst() : undefined;
   const account = supplier
     ? await db
         .selectFrom('accounts')

@@ -1,3 +1,4 @@
+import { reaches } from '../../auth/supplier-scope.js';
 import type { Kysely } from 'kysely';
 import { z } from 'zod';
 import type { Database, Executor, ImportSupplier } from '../../db/database.js';
@@ -48,7 +49,8 @@ export type LockedWrite<T> = (trx: Executor, account: ImportedAccount) => Promis
  * the supplier's status is read with the lock.
  */
 export async function lockImportedAccount(trx: Executor, supplierCode: string, externalAccountNumber: string): Promise<ImportedAccount> {
-  const row = await trx
+  // A supplier the request's API key does not reach is one that does not exist.
+  const row = !reaches(supplierCode) ? undefined : await trx
     .selectFrom('accounts as a')
     .innerJoin('import_suppliers as s', 's.id', 'a.import_supplier_id')
     .select([

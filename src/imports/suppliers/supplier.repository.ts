@@ -1,7 +1,9 @@
+import { reaches } from '../../auth/supplier-scope.js';
 import type { Executor, ImportSupplier, SupplierStatus } from '../../db/database.js';
 
-export const findSupplierByCode = (db: Executor, code: string): Promise<ImportSupplier | undefined> =>
-  db.selectFrom('import_suppliers').selectAll().where('code', '=', code).executeTakeFirst();
+/** The supplier of that code, or undefined when there is none, or when the request's API key does not reach it. */
+export const findSupplierByCode = async (db: Executor, code: string): Promise<ImportSupplier | undefined> =>
+  reaches(code) ? db.selectFrom('import_suppliers').selectAll().where('code', '=', code).executeTakeFirst() : undefined;
 
 /**
  * A supplier's columns read alongside another table's (joined as `s`), each prefixed `supplier_`;
