@@ -1,4 +1,4 @@
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import type { Kysely } from 'kysely';
 import type pg from 'pg';
 import { systemClock, type Clock } from './clock.js';
@@ -7,6 +7,7 @@ import { createDb } from './db/create-db.js';
 import type { Database } from './db/database.js';
 import { createDocumentStore, type DocumentStore } from './documents/document-store.js';
 import { createLogger, type Logger } from './log.js';
+import { createRedisConnections } from './redis.js';
 import { closeQueues, createQueues, type Queues } from './queue/queues.js';
 import { createPaymentVendorClient, type PaymentVendorClient } from './vendors/payment-vendor.js';
 import {
@@ -21,7 +22,15 @@ export interface Deps {
   readonly config: Config;
   readonly db: Kysely<Database>;
   readonly pool: pg.Pool;
+  /**
+   * Redis for everything a request or a job step waits on (queues, permits, markers, the sign-in
+   * limiter): fails at once while Redis is away, and after 2 s when it does not answer (src/redis.ts).
+   */
   readonly redis: Redis;
+  /** Redis for BullMQ workers' blocking commands: waits for a reconnect however long it takes. */
+  readonly redisBlocking: Redis;
+  /** Runs `fn` each time Redis is reachable again after a loss (the workers re-enqueue what it lost). */
+  onRedisReconnect(fn: () => void): void;
   readonly log: Logger;
   readonly clock: Clock;
   readonly permits: ProcessPermits;
@@ -50,9 +59,8 @@ export function createDeps(config: Config, overrides: DepsOverrides = {}): Deps 
     preparedStatements: config.databasePreparedStatements,
     onPoolError: (err) => log.warn({ err }, 'idle PostgreSQL client error'),
   });
-  // maxRetriesPerRequest null: commands wait for a reconnect instead of failing (BullMQ requires it).
-  const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: null, lazyConnect: false });
-  redis.on('error', (err) => log.warn({ err }, 'Redis connection error'));
+  const connections = createRedisConnections(config.redisUrl, log);
+  const redis = connections.requests;
   const permits = createProcessPermits(redis, {
     prefix: config.redisPrefix,
     limit: config.processConcurrencyLimit,
@@ -77,10 +85,25 @@ export function createDeps(config: Config, overrides: DepsOverrides = {}): Deps 
     closing ??= (async () => {
       documents.close();
       await closeQueues(queues);
-      const results = await Promise.allSettled([db.destroy(), redis.quit()]);
+      const results = await Promise.allSettled([db.destroy(), connections.quit()]);
       for (const r of results) if (r.status === 'rejected') log.warn({ err: r.reason }, 'error while closing');
     })();
     return closing;
   };
-  return { config, db, pool, redis, log, clock: overrides.clock ?? systemClock, permits, inProgress, documents, vendors, queues, close };
+  return {
+    config,
+    db,
+    pool,
+    redis,
+    redisBlocking: connections.blocking,
+    onRedisReconnect: connections.onReconnect,
+    log,
+    clock: overrides.clock ?? systemClock,
+    permits,
+    inProgress,
+    documents,
+    vendors,
+    queues,
+    close,
+  };
 }

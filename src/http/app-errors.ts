@@ -1,5 +1,6 @@
 import type { FastifyError } from 'fastify';
 import { AppError } from '../errors.js';
+import { isRedisUnavailable, redisUnavailable } from '../redis.js';
 
 /** decisions §7: JSON bodies up to 10 MiB. */
 export const JSON_BODY_LIMIT = 10 * 1024 * 1024;
@@ -21,6 +22,8 @@ export function toAppError(err: unknown): AppError {
   if (typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
     return new AppError(e.statusCode, 'invalid_request', e.message);
   }
+  // Redis away or silent: the request connection fails within 2 s rather than wait (src/redis.ts).
+  if (isRedisUnavailable(err)) return redisUnavailable(err);
   // A FATAL or PANIC from PostgreSQL ends the connection (shutdown, connections refused): unavailable.
   const severity = (err as { severity?: string }).severity;
   if (

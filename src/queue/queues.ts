@@ -1,6 +1,7 @@
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from '../log.js';
+import { isRedisUnavailable, REDIS_REQUEST_TIMEOUT_MS, redisUnavailable } from '../redis.js';
 import { within } from '../timeout.js';
 import { DEFAULT_JOB_OPTIONS, QUEUE_NAMES, emailJobId, stageJobId, type EmailJobData, type QueueName, type QueuePayloads, type Stage, type StageJobData } from './contract.js';
 
@@ -14,7 +15,10 @@ export type Queues = { readonly [K in QueueName]: Queue<QueuePayloads[K]> };
 export function createQueues(redis: Redis, prefix: string, log: Logger): Queues {
   const make = <K extends QueueName>(name: K) => {
     const queue = new Queue<QueuePayloads[K]>(name, { connection: redis, prefix, defaultJobOptions: DEFAULT_JOB_OPTIONS });
-    queue.on('error', (err) => log.warn({ err, queue: name }, 'queue connection error'));
+    // Connection losses are logged once by the connection itself (src/redis.ts); anything else here.
+    queue.on('error', (err) => {
+      if (!isRedisUnavailable(err)) log.warn({ err, queue: name }, 'queue error');
+    });
     return queue;
   };
   return Object.fromEntries(QUEUE_NAMES.map((n) => [n, make(n)])) as unknown as Queues;
@@ -28,7 +32,17 @@ export function createQueues(redis: Redis, prefix: string, log: Logger): Queues 
 export async function closeQueues(queues: Queues, initWaitMs = 2_000): Promise<void> {
   const all = Object.values(queues) as Queue[];
   await within(initWaitMs, Promise.allSettled(all.map((q) => q.waitUntilReady())));
-  await Promise.allSettled(all.map((q) => q.close()));
+  // Bounded too: a queue whose Redis never became reachable may never finish closing.
+  await within(initWaitMs, Promise.allSettled(all.map((q) => q.close())));
+}
+
+/**
+ * Resolves when the queues' Redis answers within 2 s, and throws 503 `service_unavailable`
+ * otherwise: an upload asks before it stores anything, so it never leaves a batch nothing can run.
+ */
+export async function assertQueuesReachable(queues: Queues): Promise<void> {
+  const ok = await within(REDIS_REQUEST_TIMEOUT_MS, queues.validate.client.then((c) => (c as unknown as { ping(): Promise<string> }).ping()));
+  if (!ok) throw redisUnavailable();
 }
 
 /** Enqueues stage jobs; deterministic ids make a repeat a no-op. */

@@ -1,6 +1,7 @@
 import { Worker, type Processor } from 'bullmq';
 import { createTransport } from 'nodemailer';
 import type { Deps } from '../deps.js';
+import { isRedisUnavailable } from '../redis.js';
 import { within } from '../timeout.js';
 import type { Services } from '../imports/services.js';
 import { createEmailProcessor } from '../notifications/welcome-email.js';
@@ -23,7 +24,7 @@ export function startWorkers(deps: Deps, services: Services, opts: StartWorkersO
   const { config, log } = deps;
   const workers: Worker[] = [];
   const common = {
-    connection: deps.redis,
+    connection: deps.redisBlocking,
     prefix: config.redisPrefix,
     lockDuration: config.workerLockMs,
     stalledInterval: config.workerLockMs,
@@ -42,7 +43,10 @@ export function startWorkers(deps: Deps, services: Services, opts: StartWorkersO
       processor = createEmailProcessor(deps, createTransport(config.smtpUrl), config.emailFrom) as Processor;
     }
     const worker = new Worker(name, processor, { ...common, concurrency: config.workerConcurrency[name] });
-    worker.on('error', (err) => log.warn({ err, queue: name }, 'worker error'));
+    // Connection losses are logged once by the connection itself (src/redis.ts); anything else here.
+    worker.on('error', (err) => {
+      if (!isRedisUnavailable(err)) log.warn({ err, queue: name }, 'worker error');
+    });
     worker.on('failed', (job, err) => {
       if (job && job.attemptsMade >= (job.opts.attempts ?? 1)) log.info({ queue: name, jobId: job.id, err: err.message }, 'job failed');
     });

@@ -42,7 +42,16 @@ export async function createTestDatabase(): Promise<{ url: string; drop: () => P
 
 /** Deletes every Redis key a deployment with this prefix owns (SCAN, never KEYS). */
 export async function deleteRedisPrefix(redisUrl: string, prefix: string): Promise<void> {
-  const r = new Redis(redisUrl, { maxRetriesPerRequest: 1 });
+  // No offline queue: against a Redis that is down or silent, fail at once rather than wait forever.
+  const r = new Redis(redisUrl, { maxRetriesPerRequest: 1, enableOfflineQueue: false, connectTimeout: 2_000 });
+  await new Promise<void>((resolve, reject) => {
+    r.once('ready', () => resolve());
+    r.once('error', reject);
+    setTimeout(() => reject(new Error(`Redis at ${redisUrl} not ready within 3 s`)), 3_000).unref();
+  }).catch((err: unknown) => {
+    r.disconnect();
+    throw err;
+  });
   try {
     // redis-semaphore adds its own `semaphore:` in front of our prefix.
     for (const pattern of [`${prefix}:*`, `semaphore:${prefix}:*`]) {
@@ -158,10 +167,11 @@ export async function createTestContext(opts: ContextOptions = {}): Promise<Test
       return counts;
     },
     async close() {
-      await app.close();
-      await deps.close();
-      await deleteRedisPrefix(redisUrl, prefix);
-      await database.drop();
+      // Every step runs even when one fails (a test that pointed the service at a dead Redis).
+      const steps = [() => app.close(), () => deps.close(), () => deleteRedisPrefix(config.redisUrl, prefix), () => database.drop()];
+      const failures: unknown[] = [];
+      for (const step of steps) await step().catch((err: unknown) => failures.push(err));
+      if (failures.length > 0) throw failures[0];
     },
   };
 }

@@ -6,7 +6,7 @@ import type { BatchState, Database, ItemStage, ItemState } from '../../db/databa
 import { AppError, badRequest, notFound, type ErrorEnvelope } from '../../errors.js';
 import { parseJsonExact, printable, UnstorableString } from '../../http/json.js';
 import { STAGES, type Stage } from '../../queue/contract.js';
-import { enqueueStage, type Queues } from '../../queue/queues.js';
+import { assertQueuesReachable, enqueueStage, type Queues } from '../../queue/queues.js';
 import { reaches } from '../../auth/supplier-scope.js';
 import { findSupplierByCode } from '../suppliers/supplier.repository.js';
 import { supplierNotFound } from '../suppliers/supplier.rules.js';
@@ -89,6 +89,8 @@ export function createBatchService(deps: BatchServiceDeps) {
     if (!supplier) throw supplierNotFound(params.import_supplier, 'import_supplier');
     const team = await findTeamByName(deps.db, params.operations_team_name);
     if (!team) throw badRequest('operations_team_not_found', `Operations team '${params.operations_team_name}' does not exist.`, 'operations_team_name');
+    // Nothing is stored while Redis is away: the batch would wait for jobs nobody can enqueue (503).
+    await assertQueuesReachable(deps.queues);
 
     const id = randomUUID();
     if (params.idempotencyKey !== undefined) {

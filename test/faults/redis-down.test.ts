@@ -1,0 +1,162 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Writable } from 'node:stream';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { createApiKey } from '../../src/auth/api-keys.js';
+import { TokenService } from '../../src/auth/tokens.js';
+import { loadConfig } from '../../src/config.js';
+import { createDeps, type Deps } from '../../src/deps.js';
+import { createLogger } from '../../src/log.js';
+import { accountPayload } from '../helpers/fixtures.js';
+import { createTestContext, createTestDatabase, TEST_TOKEN_SECRET, type TestContext } from '../helpers/context.js';
+import { pollUntil } from '../helpers/poll.js';
+import { startOwnRedis, type OwnRedis } from './helpers.js';
+
+/**
+ * Redis is where requests enqueue, take processing permits and count sign-in failures. When it
+ * is away, or accepts connections and never answers, every request that needs it answers 503
+ * `service_unavailable` within about 2 s instead of hanging, an upload stores nothing, and the
+ * log says once that the connection was lost and once that it is back, not on every retry.
+ */
+
+/** A "Redis" that accepts connections and never says a word: the worst case for a client. */
+async function silentServer(): Promise<{ url: string; close(): Promise<void> }> {
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((s) => {
+    sockets.add(s);
+    s.on('close', () => sockets.delete(s));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    close: async () => {
+      for (const s of sockets) s.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+/** How long a request may take to answer while Redis is silent: 2 s of command timeout, with room for a loaded machine. */
+const ANSWER_WITHIN_MS = 6_000;
+
+describe('Redis silent: requests answer 503 instead of hanging', () => {
+  let silent: Awaited<ReturnType<typeof silentServer>>;
+  let ctx: TestContext;
+  let auth: { authorization: string };
+
+  beforeAll(async () => {
+    silent = await silentServer();
+    ctx = await createTestContext({ env: { REDIS_URL: silent.url, PROCESS_CONCURRENCY_LIMIT: '2' } });
+    await ctx.createSupplier('RD');
+    await ctx.createTeam('Team');
+    // ObtainToken needs Redis (its limiter): sign a token the way it would.
+    const key = await createApiKey(ctx.deps.db, 'redis-down');
+    const { token } = await new TokenService(TEST_TOKEN_SECRET, () => ctx.clock.now()).issue(key.id, 'access');
+    auth = { authorization: `Token ${token}` };
+  });
+  afterAll(async () => {
+    await ctx?.close().catch(() => undefined);
+    await silent?.close();
+  });
+
+  const timed = async (send: () => Promise<{ statusCode: number; body: string }>) => {
+    const t = Date.now();
+    const res = await send();
+    return { res, ms: Date.now() - t };
+  };
+
+  it('a cohort upload answers 503 service_unavailable and stores no batch', async () => {
+    const { res, ms } = await timed(() =>
+      ctx.app.inject({
+        method: 'POST',
+        url: '/v1/data-import/batches/?import_supplier=RD&operations_team_name=Team',
+        headers: { ...auth, 'content-type': 'application/x-ndjson' },
+        payload: `${JSON.stringify({ account: accountPayload('RD', 'RD-1') })}\n`,
+      }),
+    );
+    expect(res.statusCode, res.body).toBe(503);
+    expect(JSON.parse(res.body)).toMatchObject({ code: 'service_unavailable', errors: [] });
+    expect(ms).toBeLessThan(ANSWER_WITHIN_MS);
+    expect((await ctx.tableCounts()).batches).toBe(0);
+  });
+
+  it('processing an account (which takes a permit) answers 503 and creates nothing', async () => {
+    const staged = await ctx.app.inject({ method: 'POST', url: '/v1/data-import/account-import-process/create-or-update/', headers: auth, payload: accountPayload('RD', 'RD-2') });
+    expect(staged.statusCode, staged.body).toBe(201);
+    const { res, ms } = await timed(() =>
+      ctx.app.inject({
+        method: 'POST',
+        url: '/v1/data-import/account-import-process/process/',
+        headers: auth,
+        payload: { import_supplier_code: 'RD', external_account_number: 'RD-2', operations_team_name: 'Team' },
+      }),
+    );
+    expect(res.statusCode, res.body).toBe(503);
+    expect(JSON.parse(res.body)).toMatchObject({ code: 'service_unavailable' });
+    expect(ms).toBeLessThan(ANSWER_WITHIN_MS);
+    expect((await ctx.tableCounts()).accounts).toBe(0);
+  });
+
+  it('readiness says not ready, quickly', async () => {
+    const { res, ms } = await timed(() => ctx.app.inject({ method: 'GET', url: '/readyz' }));
+    expect(res.statusCode).toBe(503);
+    expect(ms).toBeLessThan(ANSWER_WITHIN_MS);
+  });
+});
+
+describe('Redis stopped and started again: one line when lost, one when back', () => {
+  let redis: OwnRedis;
+  let dir: string;
+  let deps: Deps;
+  let database: Awaited<ReturnType<typeof createTestDatabase>>;
+  const lines: Array<{ msg: string; connection?: string }> = [];
+
+  beforeAll(async () => {
+    dir = mkdtempSync(path.join(tmpdir(), 'di-redis-down-'));
+    redis = await startOwnRedis(dir);
+    database = await createTestDatabase();
+    const sink = new Writable({
+      write(chunk: Buffer, _enc, done) {
+        for (const line of chunk.toString().split('\n').filter(Boolean)) lines.push(JSON.parse(line) as { msg: string });
+        done();
+      },
+    });
+    const config = loadConfig({ NODE_ENV: 'test', DATABASE_URL: database.url, REDIS_URL: redis.url, REDIS_PREFIX: 'rdown', TOKEN_SECRET: TEST_TOKEN_SECRET });
+    deps = createDeps(config, { log: createLogger('info', sink) });
+    await pollUntil(async () => deps.redis.status === 'ready' && deps.redisBlocking.status === 'ready', { what: 'both connections to be ready' });
+  });
+  afterAll(async () => {
+    await redis?.start().catch(() => undefined);
+    await deps?.close();
+    await redis?.kill();
+    await database?.drop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('logs the loss once per connection however many retries, then the return once, and tells the listeners', async () => {
+    let reconnects = 0;
+    let retries = 0;
+    deps.onRedisReconnect(() => reconnects++);
+    deps.redis.on('reconnecting', () => retries++);
+
+    await redis.stop();
+    await pollUntil(async () => retries >= 5, { timeoutMs: 20_000, what: 'five reconnection attempts' });
+    const lost = lines.filter((l) => /Redis connection lost/.test(l.msg));
+    expect(lost.map((l) => l.connection).sort()).toEqual(['blocking', 'requests']);
+    // While it is away, a request-path command fails at once instead of waiting.
+    await expect(deps.redis.ping()).rejects.toThrow();
+
+    await redis.start();
+    await pollUntil(async () => lines.filter((l) => /Redis connection back/.test(l.msg)).length >= 2, { timeoutMs: 20_000, what: 'both connections back' });
+    expect(lines.filter((l) => /Redis connection lost/.test(l.msg))).toHaveLength(2);
+    expect(reconnects).toBe(1);
+    expect(await deps.redis.ping()).toBe('PONG');
+  });
+});
+
+it('uses its own Redis servers, never the shared one', () => {
+  expect(inject('redisUrl')).toBeTruthy();
+});
