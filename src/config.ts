@@ -1,7 +1,15 @@
+import { randomBytes } from 'node:crypto';
+import { isIP } from 'node:net';
 import { z } from 'zod';
 
-/** The development-only token secret; refused when NODE_ENV=production. */
+/**
+ * The published development-only token secret: used, with a warning, only when NODE_ENV is
+ * `development` or `test` and TOKEN_SECRET is unset; refused as a TOKEN_SECRET anywhere else.
+ */
 export const DEVELOPMENT_TOKEN_SECRET = 'development-only-token-secret-change-me-0123456789';
+
+const NODE_ENVS = ['development', 'production', 'test'] as const;
+export type NodeEnv = (typeof NODE_ENVS)[number];
 
 const optionalInt = (fallback: number) =>
   z
@@ -12,9 +20,49 @@ const optionalInt = (fallback: number) =>
     .optional()
     .transform((v) => v ?? fallback);
 
+/**
+ * Which proxies in front of the service to believe about the client address (Fastify's trustProxy):
+ * false (the default: X-Forwarded-For is ignored), true (believe every hop), a hop count, or the
+ * proxies' addresses and CIDR ranges (and proxy-addr's names loopback, linklocal, uniquelocal).
+ */
+export type TrustProxy = boolean | number | readonly string[];
+
+const PROXY_ADDRESS_NAMES = new Set(['loopback', 'linklocal', 'uniquelocal']);
+
+/** An address, a CIDR range or one of proxy-addr's names, as Fastify's trustProxy accepts them. */
+function isProxyAddress(entry: string): boolean {
+  if (PROXY_ADDRESS_NAMES.has(entry)) return true;
+  const [address = '', bits, ...rest] = entry.split('/');
+  const version = isIP(address);
+  if (version === 0 || rest.length > 0) return false;
+  if (bits === undefined) return true;
+  return /^\d{1,3}$/.test(bits) && Number(bits) <= (version === 4 ? 32 : 128);
+}
+
+const trustProxySchema = z
+  .string()
+  .trim()
+  .optional()
+  .transform((raw, ctx): TrustProxy => {
+    if (raw === undefined || /^false$/i.test(raw)) return false;
+    if (/^true$/i.test(raw)) return true;
+    if (/^\d+$/.test(raw)) return Number(raw) === 0 ? false : Number(raw);
+    const entries = raw.split(',').map((e) => e.trim());
+    const bad = entries.filter((e) => !isProxyAddress(e));
+    if (bad.length > 0) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `must be true, false, a hop count, or a comma-separated list of proxy addresses or CIDR ranges (not ${bad.map((b) => JSON.stringify(b)).join(', ')})`,
+      });
+      return z.NEVER;
+    }
+    return Object.freeze(entries);
+  });
+
 const envSchema = z
   .object({
-    NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
+    /** Unset means production (fail closed): only `development` and `test` may use the development secret. */
+    NODE_ENV: z.enum(NODE_ENVS, { error: 'must be development, test or production (unset means production)' }).optional(),
     PORT: optionalInt(3000).pipe(z.number().int().min(0).max(65535)),
     HOST: z.string().min(1).default('127.0.0.1'),
     DATABASE_URL: z
@@ -55,6 +103,12 @@ const envSchema = z
     /** Cohort uploads: the longest line and the most lines one upload may have. */
     BATCH_MAX_LINE_BYTES: optionalInt(1024 * 1024).pipe(z.number().int().min(1024)),
     BATCH_MAX_LINES: optionalInt(1_000_000).pipe(z.number().int().min(1)),
+    /** The most bytes one upload may have: 5 GiB, 1,000,000 lines of ~4.6 KB bundles and some room. */
+    BATCH_MAX_BYTES: optionalInt(5 * 1024 ** 3).pipe(z.number().int().min(1024)),
+    /** Slow requests: the whole of an upload, the body of any other request, and a silence within a body. */
+    REQUEST_TIMEOUT_S: optionalInt(7_200).pipe(z.number().int().min(1).max(86_400)),
+    BODY_TIMEOUT_S: optionalInt(60).pipe(z.number().int().min(1).max(86_400)),
+    BODY_IDLE_TIMEOUT_S: optionalInt(60).pipe(z.number().int().min(1).max(86_400)),
     /** Jobs each worker process runs at once, per stage. */
     WORKER_CONCURRENCY_VALIDATE: optionalInt(20).pipe(z.number().int().min(1)),
     WORKER_CONCURRENCY_STAGE: optionalInt(10).pipe(z.number().int().min(1)),
@@ -75,6 +129,8 @@ const envSchema = z
     /** Failed ObtainToken attempts allowed per client address within the window, before KT-CT-1199. */
     LOGIN_MAX_FAILURES: optionalInt(10).pipe(z.number().int().min(1)),
     LOGIN_FAILURE_WINDOW_S: optionalInt(900).pipe(z.number().int().min(1)),
+    /** Proxies believed about the client address (X-Forwarded-For), for the sign-in and operator limits; unset: none. */
+    TRUST_PROXY: trustProxySchema,
     OPERATOR_USER: z.string().regex(/^[^:]+$/, 'must not be empty nor contain ":" (HTTP Basic cannot carry it)').optional(),
     OPERATOR_PASSWORD: z.string().min(12, 'must be at least 12 characters').optional(),
   })
@@ -101,9 +157,6 @@ const envSchema = z
     if ((env.OPERATOR_USER === undefined) !== (env.OPERATOR_PASSWORD === undefined)) {
       ctx.addIssue({ code: 'custom', path: ['OPERATOR_USER'], message: 'and OPERATOR_PASSWORD must be set together' });
     }
-    if (env.NODE_ENV === 'production' && env.TOKEN_SECRET === undefined) {
-      ctx.addIssue({ code: 'custom', path: ['TOKEN_SECRET'], message: 'is required when NODE_ENV=production' });
-    }
   });
 
 const vendorsSchema = z.record(
@@ -128,7 +181,8 @@ export type DocumentsConfig =
     };
 
 export interface Config {
-  readonly nodeEnv: 'development' | 'production' | 'test';
+  /** `production` when NODE_ENV is unset. */
+  readonly nodeEnv: NodeEnv;
   readonly port: number;
   readonly host: string;
   readonly databaseUrl: string;
@@ -138,7 +192,7 @@ export interface Config {
   readonly redisUrl: string;
   readonly redisPrefix: string;
   readonly tokenSecret: string;
-  /** True when TOKEN_SECRET was not set and the development secret is in use. */
+  /** True when the published development secret is in use (NODE_ENV development or test only). */
   readonly usingDevelopmentSecret: boolean;
   readonly processConcurrencyLimit: number;
   readonly processPermitTtlMs: number;
@@ -149,6 +203,9 @@ export interface Config {
   readonly paymentVendorRetries: number;
   readonly batchMaxLineBytes: number;
   readonly batchMaxLines: number;
+  readonly batchMaxBytes: number;
+  /** How long requests may take to arrive (src/http/request-timeouts.ts). */
+  readonly requestTimeouts: { readonly requestMs: number; readonly bodyMs: number; readonly bodyIdleMs: number };
   readonly workerConcurrency: Readonly<Record<'validate' | 'stage' | 'process' | 'extras' | 'emails', number>>;
   readonly workerLockMs: number;
   readonly workerShutdownGraceMs: number;
@@ -158,6 +215,8 @@ export interface Config {
   readonly emailFrom: string;
   readonly loginMaxFailures: number;
   readonly loginFailureWindowS: number;
+  /** Passed to Fastify's trustProxy, so request.ip is the client behind a load balancer. */
+  readonly trustProxy: TrustProxy;
   /** Operator credentials for the dashboard and /metrics; unset: those routes refuse everyone. */
   readonly operator: { readonly user: string; readonly password: string } | undefined;
 }
@@ -166,18 +225,51 @@ export class ConfigError extends Error {
   override readonly name = 'ConfigError';
 }
 
+export interface LoadConfigOptions {
+  /**
+   * False for a process that neither signs nor verifies tokens (importctl, the worker processes):
+   * TOKEN_SECRET is then not required, and when unset its place is taken by a random secret that
+   * nothing else knows. A TOKEN_SECRET that is set is checked all the same. Default true.
+   */
+  readonly signsTokens?: boolean;
+}
+
+/**
+ * The problems with TOKEN_SECRET for this NODE_ENV (fail closed): outside `development` and `test`,
+ * a process that signs tokens needs a secret of its own, and the published development secret is
+ * refused. An unknown NODE_ENV is left to the schema, which names it.
+ */
+function tokenSecretProblems(nodeEnv: string | undefined, secret: string | undefined, signsTokens: boolean): string[] {
+  if (nodeEnv === 'development' || nodeEnv === 'test') return [];
+  if (nodeEnv !== undefined && nodeEnv !== 'production') return [];
+  const where = nodeEnv === undefined ? 'NODE_ENV is unset, which means production' : `NODE_ENV=${nodeEnv}`;
+  if (secret === DEVELOPMENT_TOKEN_SECRET) {
+    return [`TOKEN_SECRET is the published development secret, refused unless NODE_ENV is development or test (${where}); set a secret of your own`];
+  }
+  if (secret === undefined && signsTokens) {
+    return [`TOKEN_SECRET is required unless NODE_ENV is development or test (${where})`];
+  }
+  return [];
+}
+
 /** Reads the environment once; throws ConfigError naming every bad variable. */
-export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, opts: LoadConfigOptions = {}): Config {
   // Treat empty strings as unset, as shells and .env files commonly produce them.
   const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
   const parsed = envSchema.safeParse(cleaned);
-  if (!parsed.success) {
-    const problems = parsed.error.issues.map((i) => `${i.path.join('.')} ${i.message}`).join('; ');
-    throw new ConfigError(`invalid configuration: ${problems}`);
+  const problems = [
+    ...(parsed.success ? [] : parsed.error.issues.map((i) => `${i.path.join('.')} ${i.message}`)),
+    ...tokenSecretProblems(cleaned.NODE_ENV, cleaned.TOKEN_SECRET, opts.signsTokens ?? true),
+  ];
+  if (!parsed.success || problems.length > 0) {
+    throw new ConfigError(`invalid configuration: ${problems.join('; ')}`);
   }
   const e = parsed.data;
+  const nodeEnv = e.NODE_ENV ?? 'production';
+  const tokenSecret =
+    e.TOKEN_SECRET ?? (opts.signsTokens === false ? randomBytes(32).toString('base64url') : DEVELOPMENT_TOKEN_SECRET);
   return Object.freeze({
-    nodeEnv: e.NODE_ENV,
+    nodeEnv,
     port: e.PORT,
     host: e.HOST,
     databaseUrl: e.DATABASE_URL,
@@ -186,8 +278,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     databaseAnalyzeIntervalMs: e.DATABASE_ANALYZE_INTERVAL_S * 1000,
     redisUrl: e.REDIS_URL,
     redisPrefix: e.REDIS_PREFIX,
-    tokenSecret: e.TOKEN_SECRET ?? DEVELOPMENT_TOKEN_SECRET,
-    usingDevelopmentSecret: e.TOKEN_SECRET === undefined,
+    tokenSecret,
+    usingDevelopmentSecret: tokenSecret === DEVELOPMENT_TOKEN_SECRET,
     processConcurrencyLimit: e.PROCESS_CONCURRENCY_LIMIT,
     processPermitTtlMs: e.PROCESS_PERMIT_TTL_MS,
     logLevel: e.LOG_LEVEL,
@@ -215,6 +307,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     paymentVendorRetries: e.PAYMENT_VENDOR_RETRIES,
     batchMaxLineBytes: e.BATCH_MAX_LINE_BYTES,
     batchMaxLines: e.BATCH_MAX_LINES,
+    batchMaxBytes: e.BATCH_MAX_BYTES,
+    requestTimeouts: Object.freeze({ requestMs: e.REQUEST_TIMEOUT_S * 1000, bodyMs: e.BODY_TIMEOUT_S * 1000, bodyIdleMs: e.BODY_IDLE_TIMEOUT_S * 1000 }),
     workerConcurrency: Object.freeze({
       validate: e.WORKER_CONCURRENCY_VALIDATE,
       stage: e.WORKER_CONCURRENCY_STAGE,
@@ -229,6 +323,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     smtpUrl: e.SMTP_URL,
     loginMaxFailures: e.LOGIN_MAX_FAILURES,
     loginFailureWindowS: e.LOGIN_FAILURE_WINDOW_S,
+    trustProxy: e.TRUST_PROXY,
     emailFrom: e.EMAIL_FROM,
     operator:
       e.OPERATOR_USER !== undefined && e.OPERATOR_PASSWORD !== undefined

@@ -203,7 +203,7 @@ Exit status:
         const deps = createDeps(config, { log: createLogger('warn') });
         try {
           const result = await createBatchService(deps).reconcile(id);
-          out(`reconciled ${result.batches} running batch(es): ${result.items} open item(s) re-enqueued where their job was missing`);
+          out(`reconciled ${result.batches} running batch(es): ${result.jobsRecreated} job(s) re-created for ${result.openItems} open item(s); the others still had theirs`);
           return EXIT_OK;
         } finally {
           await deps.close();

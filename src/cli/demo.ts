@@ -7,6 +7,7 @@
  * it starts on 127.0.0.1), uploads it with `importctl cohort upload` (progress bars per stage),
  * prints the summary, and exits 0 when every account migrated, stopping whatever it started.
  */
+import { randomBytes } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -48,7 +49,14 @@ async function answers(url: string): Promise<boolean> {
 async function main(): Promise<number> {
   const vendor = await startSandboxVendor({ port: VENDOR_PORT }).catch(() => startSandboxVendor());
   const vendorsJson = JSON.stringify({ sandbox: { base_url: vendor.baseUrl, api_key: vendor.apiKey } });
-  const config = loadConfig({ ...process.env, PAYMENT_VENDORS: process.env.PAYMENT_VENDORS ?? vendorsJson, LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn' });
+  const config = loadConfig({
+    ...process.env,
+    // Tokens of this run are signed with a secret of its own, never the published development one,
+    // so the demo needs no setup whatever NODE_ENV says (unset means production).
+    TOKEN_SECRET: process.env.TOKEN_SECRET || randomBytes(32).toString('base64url'),
+    PAYMENT_VENDORS: process.env.PAYMENT_VENDORS ?? vendorsJson,
+    LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn',
+  });
   const stops: Array<() => Promise<unknown>> = [() => vendor.close()];
   const work = await mkdtemp(path.join(tmpdir(), 'di-demo-'));
   stops.push(() => rm(work, { recursive: true, force: true }));
@@ -98,7 +106,7 @@ async function main(): Promise<number> {
       streams: { stdout: process.stdout, stderr: process.stderr },
     });
     console.log('');
-    console.log('Watch migrations on the dashboard: OPERATOR_USER=ops OPERATOR_PASSWORD=<12+ characters> npm start,');
+    console.log('Watch migrations on the dashboard: OPERATOR_USER=ops OPERATOR_PASSWORD=<12+ characters> npm run dev,');
     console.log(`then open ${base}/admin/queues (metrics at ${base}/metrics).`);
     console.log(`This run's API key for ${SUPPLIER} (importctl batch … --api-key): ${key.key}`);
     return code;

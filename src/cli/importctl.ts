@@ -248,7 +248,8 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
 
   let config: Config;
   try {
-    config = loadConfig(io.env);
+    // importctl neither signs nor verifies tokens: TOKEN_SECRET is not needed (src/config.ts).
+    config = loadConfig(io.env, { signsTokens: false });
   } catch (err) {
     if (err instanceof ConfigError) {
       fail(err.message);

@@ -1,13 +1,20 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Redis } from 'ioredis';
 import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
-import { GraphQLError, GraphQLScalarType } from 'graphql';
+import { GraphQLError, GraphQLScalarType, type ValidationContext, type ValidationRule } from 'graphql';
+// The CommonJS entry, the copy mercurius builds the schema with: a bundler-style resolver (vitest's)
+// would take 'graphql' to its .mjs build, a second copy whose type checks refuse the schema's types.
+import { NoSchemaIntrospectionCustomRule } from 'graphql/index.js';
 import mercurius from 'mercurius';
+import { blockFieldSuggestionsPlugin } from '@escape.tech/graphql-armor-block-field-suggestions';
+import { maxAliasesRule } from '@escape.tech/graphql-armor-max-aliases';
+import { maxDepthRule } from '@escape.tech/graphql-armor-max-depth';
 import { verifyApiKey, isApiKeyActive } from '../auth/api-keys.js';
 import type { TokenService } from '../auth/tokens.js';
 import type { Executor } from '../db/database.js';
 import { AppError } from '../errors.js';
 import { toAppError } from '../http/app-errors.js';
+import { isRedisUnavailable } from '../redis.js';
 
 /** The mutation existing clients call (decisions §4); field and type names follow theirs. */
 export const schema = /* GraphQL */ `
@@ -43,6 +50,53 @@ interface ObtainInput {
   refreshToken?: string | null;
 }
 
+/** Where the mutation is served. */
+export const GRAPHQL_PATH = '/v1/graphql/';
+
+/**
+ * What one GraphQL request may be. ObtainToken is a few hundred bytes, about 30 tokens, depth 2 and no
+ * alias; these bounds leave room for any client's formatting while keeping parsing, validation and
+ * execution of one request to well under a millisecond (an unbounded document of 200,000 aliases blocked
+ * the event loop for seconds).
+ */
+export const GRAPHQL_LIMITS = {
+  /** Bytes of a request body; a bigger one is refused (413) before it is read. */
+  bodyBytes: 8 * 1024,
+  /** Lexical tokens of a document; parsing stops at the first one over. */
+  tokens: 1000,
+  aliases: 15,
+  depth: 6,
+} as const;
+
+/**
+ * graphql-armor's block-field-suggestions is an envelop plugin; mercurius has no envelop, so its
+ * onValidate-end hook is driven here by hand on the errors about to be answered. It rewrites
+ * "Did you mean …?" (which would let anyone enumerate fields and types) to a mask.
+ */
+type SuggestionMasker = (args: { valid: boolean; result: readonly unknown[]; setResult: (errors: readonly unknown[]) => void }) => void;
+const suggestionMasker = (blockFieldSuggestionsPlugin() as unknown as { onValidate: () => SuggestionMasker }).onValidate();
+function hideSuggestions(errors: readonly unknown[]): void {
+  // The plugin rewrites each GraphQLError's message in place (and leaves anything else alone), so the
+  // array it passes to setResult holds the very same errors.
+  suggestionMasker({ valid: false, result: errors, setResult: () => undefined });
+  for (const e of errors) {
+    // mercurius wraps validation errors: MER_ERR_GQL_VALIDATION carries them in `errors` (itself or as originalError).
+    for (const nested of [(e as { errors?: unknown }).errors, (e as { originalError?: { errors?: unknown } }).originalError?.errors]) {
+      if (Array.isArray(nested)) hideSuggestions(nested);
+    }
+  }
+}
+
+/** An armor rule reports its refusal as a validation error (instead of throwing out of graphql's validate), so it answers 400 like other invalid documents. */
+const reportingRule =
+  (rule: (options: { onReject: Array<(ctx: ValidationContext | null, error: GraphQLError) => void>; propagateOnRejection: false }) => ValidationRule): ValidationRule =>
+    rule({ onReject: [(ctx, error) => ctx?.reportError(error)], propagateOnRejection: false });
+
+export interface GraphqlOptions {
+  /** Whether `__schema`/`__type` queries are answered (development and test only). */
+  introspection: boolean;
+}
+
 export interface LoginLimits {
   redis: Redis;
   prefix: string;
@@ -50,8 +104,16 @@ export interface LoginLimits {
   windowS: number;
 }
 
-export async function registerGraphql(app: FastifyInstance, db: Executor, tokens: TokenService, limits: LoginLimits): Promise<void> {
-  // Failed sign-ins per client address, counted in Redis so the limit holds across every instance.
+export async function registerGraphql(
+  app: FastifyInstance,
+  db: Executor,
+  tokens: TokenService,
+  limits: LoginLimits,
+  options: GraphqlOptions = { introspection: false },
+): Promise<void> {
+  // Sign-in attempts per client address, counted in Redis so the limit holds across every instance.
+  // Each attempt takes a point before it runs and a successful one gives it back, so what stays counted
+  // is failures, and simultaneous attempts cannot all slip in under the limit before any of them fails.
   const failures = new RateLimiterRedis({
     storeClient: limits.redis,
     keyPrefix: `${limits.prefix}:login-failures`,
@@ -60,21 +122,26 @@ export async function registerGraphql(app: FastifyInstance, db: Executor, tokens
   });
   const tooMany = () =>
     new mercurius.ErrorWithProps('Too many requests.', { errorCode: 'KT-CT-1199', errorType: 'TOO_MANY_REQUESTS', errorDescription: 'Too many failed attempts from this address; try again later.' });
-  /** Runs a sign-in, refusing a blocked address first and counting a failure against it. */
+  /** Runs a sign-in: counts it against the address first (refusing once over the limit), refunds it when it succeeds. */
+  const unavailable = () =>
+    new mercurius.ErrorWithProps(
+      'Service unavailable.',
+      { code: 'service_unavailable', errorType: 'SERVICE_UNAVAILABLE', errorDescription: 'A backing service is unreachable; retry shortly.' },
+      503,
+    );
   const guarded = async <T>(ip: string, attempt: () => Promise<T>): Promise<T> => {
-    const seen = await failures.get(ip);
-    if (seen !== null && seen.consumedPoints >= limits.maxFailures) throw tooMany();
     try {
-      return await attempt();
-    } catch (err) {
-      try {
-        await failures.consume(ip);
-      } catch (limited) {
-        if (limited instanceof RateLimiterRes) throw tooMany();
-        throw limited;
-      }
-      throw err;
+      await failures.consume(ip);
+    } catch (limited) {
+      if (limited instanceof RateLimiterRes) throw tooMany();
+      // Redis away: no attempt is made uncounted; the client is told to come back (503, within 2 s).
+      if (isRedisUnavailable(limited)) throw unavailable();
+      throw limited;
     }
+    const result = await attempt();
+    // The refund is a courtesy: a sign-in that succeeded is not failed because Redis blinked.
+    await failures.reward(ip).catch(() => undefined);
+    return result;
   };
   const obtain = async (input: ObtainInput) => {
     const given = [input.APIKey, input.refreshToken].filter((v) => v !== undefined && v !== null);
@@ -107,24 +174,52 @@ export async function registerGraphql(app: FastifyInstance, db: Executor, tokens
         guarded(context.reply.request.ip, () => obtain(input)),
     },
   };
+  // Registered before mercurius so it sees mercurius's routes: the GraphQL route gets its own, small body limit.
+  app.addHook('onRoute', (route) => {
+    if (route.url.replace(/\/+$/, '') === GRAPHQL_PATH.replace(/\/+$/, '')) route.bodyLimit = GRAPHQL_LIMITS.bodyBytes;
+  });
+  const validationRules: ValidationRule[] = [
+    reportingRule((o) => maxAliasesRule({ ...o, n: GRAPHQL_LIMITS.aliases })),
+    // Introspection counts too: a nested `__schema { types { fields { type { fields … } } } }` multiplies at each level.
+    reportingRule((o) => maxDepthRule({ ...o, n: GRAPHQL_LIMITS.depth, ignoreIntrospection: false })),
+    ...(options.introspection ? [] : [NoSchemaIntrospectionCustomRule]),
+  ];
   await app.register(mercurius, {
     schema,
     resolvers,
-    path: '/v1/graphql/',
+    path: GRAPHQL_PATH,
     graphiql: false,
+    graphql: { parseOptions: { maxTokens: GRAPHQL_LIMITS.tokens } },
+    validationRules,
+    // Errors found while running (variables that do not fit the input type, …) lose their suggestions too.
+    errorFormatter: (execution, context) => {
+      hideSuggestions(execution.errors);
+      const formatted = mercurius.defaultErrorFormatter(execution, context);
+      // A resolver's error is normally a 200 with partial data; Redis being away is the service's, not the client's: 503.
+      const unavailable = execution.errors?.some((e) => (e as { extensions?: { code?: unknown } }).extensions?.code === 'service_unavailable');
+      return unavailable ? { ...formatted, statusCode: 503 } : formatted;
+    },
     // Errors before GraphQL runs (a malformed or oversized body) answer in GraphQL's own response format,
     // with at least one error, instead of an empty error list.
     errorHandler: (error, request, reply) => {
       const raw: unknown = error;
+      if ((raw as { code?: unknown }).code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+        const message = `The request body is larger than ${GRAPHQL_LIMITS.bodyBytes} bytes.`;
+        void reply.code(413).send({ data: null, errors: [{ message, extensions: { code: 'payload_too_large' } }] });
+        return;
+      }
       if (raw instanceof AppError || String((raw as { code?: unknown }).code).startsWith('FST_ERR_CTP')) {
         const e = toAppError(raw);
         void reply.code(e.status).send({ data: null, errors: [{ message: e.detail, extensions: { code: e.code } }] });
         return;
       }
-      // Anything else (a query that is not a string, …) keeps mercurius's own formatting.
+      // Anything else (a query that is not a string, an invalid document, …) keeps mercurius's own formatting.
+      hideSuggestions([error]);
       const wrapped = error instanceof GraphQLError ? error : new GraphQLError(error.message, { originalError: error });
       const { statusCode, response } = mercurius.defaultErrorFormatter({ errors: [wrapped] }, { reply, app: request.server } as never);
-      void reply.code(statusCode).send(response);
+      // An invalid document (a limit exceeded, introspection refused, …) is a 400 however many errors it has;
+      // mercurius answers 400 for one and 200 for several.
+      void reply.code((error as { code?: unknown }).code === 'MER_ERR_GQL_VALIDATION' ? 400 : statusCode).send(response);
     },
   });
 }

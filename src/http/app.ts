@@ -1,5 +1,6 @@
 import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply } from 'fastify';
 import { TokenService } from '../auth/tokens.js';
+import type { TrustProxy } from '../config.js';
 import type { Deps } from '../deps.js';
 import { runInScope, type SupplierScope } from '../auth/supplier-scope.js';
 import { AppError } from '../errors.js';
@@ -9,6 +10,7 @@ import { registerGraphql } from '../graphql/obtain-token.js';
 import { createTokenAuthenticator } from './auth.js';
 import { parseJsonExact, printable, storable, UnstorableString } from './json.js';
 import { buildOpenApi } from './openapi.js';
+import { installRequestTimeouts, timeoutServerOptions } from './request-timeouts.js';
 import { scopeOf, type RouteDef } from './route.js';
 import { createMetrics, type Metrics } from '../metrics.js';
 import { registerOperatorRoutes } from './operator.js';
@@ -16,6 +18,7 @@ import { accountRoutes } from './routes/accounts.js';
 import { batchRoutes } from './routes/batches.js';
 import { extrasRoutes } from './routes/extras.js';
 import { systemRoutes } from './routes/system.js';
+import { registerSecurityHeaders, SECURITY_HEADERS } from './security-headers.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -36,22 +39,40 @@ export interface BuiltApp {
   metrics: Metrics;
 }
 
+/**
+ * TRUST_PROXY as Fastify takes it. Fastify no longer takes a hop count (a number now trusts nothing),
+ * so a count N becomes "believe the N nearest hops": right only when nothing but the proxies can reach
+ * the service (docs/security.md); otherwise TRUST_PROXY should list the proxies' addresses.
+ */
+function fastifyTrustProxy(tp: TrustProxy): boolean | string[] | ((address: string, hop: number) => boolean) {
+  if (typeof tp === 'number') return (_address, hop) => hop < tp;
+  return typeof tp === 'boolean' ? tp : [...tp];
+}
+
 /** Builds the HTTP application without listening: tests use app.inject(), server.ts listens. */
 export async function buildApp(deps: Deps): Promise<BuiltApp> {
   const app = Fastify({
     loggerInstance: deps.log as FastifyBaseLogger,
     bodyLimit: JSON_BODY_LIMIT,
+    // Slow and abandoned requests: Node's whole-request and socket idle timeouts (request-timeouts.ts).
+    ...timeoutServerOptions(deps.config.requestTimeouts),
+    // request.ip (the sign-in and operator limits' key) is the client behind the proxies TRUST_PROXY names.
+    trustProxy: fastifyTrustProxy(deps.config.trustProxy),
     // External account numbers may be 128 characters (percent-encoded, longer still) in a path.
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 1024 },
     // Errors Fastify raises before routing (a malformed URL) get the envelope like every other error.
     frameworkErrors: (err, _req, reply) => {
       const mapped = toAppError(err);
-      void (reply as FastifyReply).code(mapped.status).headers(mapped.headers).send(mapped.body());
+      // Fastify runs no hooks for these replies: the security headers are set here too.
+      void (reply as FastifyReply).code(mapped.status).headers({ ...SECURITY_HEADERS, ...mapped.headers }).send(mapped.body());
     },
   });
+  registerSecurityHeaders(app);
 
   const metrics = createMetrics(deps);
   metrics.installHttpHook(app);
+  // Before every route's own hooks: a body's clock starts when its request arrives, even unauthenticated.
+  installRequestTimeouts(app, deps.config.requestTimeouts);
 
   app.removeContentTypeParser(['application/json', 'text/plain']);
   // Cohort uploads are streamed: the handler reads the raw body line by line, never all at once.
@@ -97,7 +118,7 @@ export async function buildApp(deps: Deps): Promise<BuiltApp> {
     prefix: deps.config.redisPrefix,
     maxFailures: deps.config.loginMaxFailures,
     windowS: deps.config.loginFailureWindowS,
-  });
+  }, { introspection: deps.config.nodeEnv !== 'production' });
 
   const services = createServices(deps);
   const routes: RouteDef[] = [...systemRoutes(deps), ...accountRoutes(services.accounts), ...extrasRoutes(services), ...batchRoutes(services.batches)];

@@ -6,8 +6,10 @@ import fastifyBasicAuth from '@fastify/basic-auth';
 import fastifyHelmet from '@fastify/helmet';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Queue } from 'bullmq';
+import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import type { Deps } from '../deps.js';
-import type { ErrorEnvelope } from '../errors.js';
+import { AppError, type ErrorEnvelope } from '../errors.js';
+import { toAppError } from './app-errors.js';
 import type { Metrics } from '../metrics.js';
 
 export const DASHBOARD_BASE_PATH = '/admin/queues';
@@ -39,7 +41,7 @@ class WrongCredentials extends Error {
  */
 export async function registerOperatorRoutes(
   app: FastifyInstance,
-  deps: Pick<Deps, 'queues' | 'log'>,
+  deps: Pick<Deps, 'queues' | 'log' | 'redis' | 'config'>,
   metrics: Metrics,
   credentials?: OperatorCredentials,
 ): Promise<void> {
@@ -47,6 +49,16 @@ export async function registerOperatorRoutes(
     deps.log.warn('OPERATOR_USER/OPERATOR_PASSWORD not set: the queue dashboard is not mounted and /metrics refuses every request');
   }
   const expected = credentials && { user: sha256(credentials.user), password: sha256(credentials.password) };
+  // Wrong credentials per client address, in Redis so the limit holds across every instance (the same
+  // limits as ObtainToken). Should Redis be away, each process counts on its own rather than lock
+  // operators out of /metrics during the outage.
+  const limit = { points: deps.config.loginMaxFailures, duration: deps.config.loginFailureWindowS };
+  const failures = new RateLimiterRedis({
+    storeClient: deps.redis,
+    keyPrefix: `${deps.config.redisPrefix}:operator-failures`,
+    ...limit,
+    insuranceLimiter: new RateLimiterMemory(limit),
+  });
 
   await app.register(async (scope) => {
     // Before the guard, so refusals carry the security headers too.
@@ -69,13 +81,32 @@ export async function registerOperatorRoutes(
     });
 
     // onRequest: refused before any body is read or any handler (or static file lookup) runs.
-    scope.addHook('onRequest', (request, reply, done) => {
-      scope.basicAuth(request, reply, (err?: Error) => {
-        if (err === undefined) return done();
-        // Reply here instead of passing the error on: bull-board installs its own error handler,
-        // which would otherwise answer its format (and a 500) instead of the interface's envelope.
-        refuse(request, reply, err);
-      });
+    // Replies are sent here instead of passing an error on: bull-board installs its own error handler,
+    // which would otherwise answer its format (and a 500) instead of the interface's envelope.
+    scope.addHook('onRequest', async (request, reply) => {
+      try {
+        const err = await new Promise<Error | undefined>((resolve) => scope.basicAuth(request, reply, (e?: Error) => resolve(e)));
+        // The comparison is cheap and synchronous, so the limit is applied to its outcome before anything is
+        // answered. A wrong guess takes a point (atomically: of simultaneous guesses, at most the limit get
+        // their 401); a right one only checks the address is not blocked, so a dashboard loading its
+        // assets in parallel never counts against itself. Once blocked, even the right credentials get 429.
+        if (err instanceof WrongCredentials) {
+          await failures.consume(request.ip);
+        } else if (err === undefined) {
+          const seen = await failures.get(request.ip);
+          if (seen !== null && seen.consumedPoints >= limit.points) throw seen;
+        }
+        if (err !== undefined) return refuse(request, reply, err);
+      } catch (limited) {
+        if (limited instanceof RateLimiterRes) {
+          const retryAfterS = Math.max(1, Math.ceil(limited.msBeforeNext / 1000));
+          const e = new AppError(429, 'too_many_requests', 'Too many failed operator sign-ins from this address; try again later.', [], {}, { 'Retry-After': String(retryAfterS) });
+          return reply.code(e.status).headers(e.headers).send(e.body());
+        }
+        request.log.error({ err: limited }, 'operator authentication failed unexpectedly');
+        const e = toAppError(limited);
+        return reply.code(e.status).headers(e.headers).send(e.body());
+      }
     });
 
     scope.addHook('onSend', async (_request, reply, payload) => {
@@ -110,7 +141,7 @@ export async function registerOperatorRoutes(
   });
 }
 
-function refuse(request: FastifyRequest, reply: FastifyReply, err: Error): void {
+function refuse(request: FastifyRequest, reply: FastifyReply, err: Error): FastifyReply {
   const failed = err instanceof WrongCredentials;
   if (!failed && (err as { code?: string }).code !== 'FST_BASIC_AUTH_MISSING_OR_BAD_AUTHORIZATION_HEADER') {
     request.log.error({ err }, 'operator authentication failed unexpectedly');
@@ -118,7 +149,7 @@ function refuse(request: FastifyRequest, reply: FastifyReply, err: Error): void 
   const body: ErrorEnvelope = failed
     ? { detail: 'The operator credentials are not valid.', code: 'authentication_failed', errors: [] }
     : { detail: 'Operator credentials are required (HTTP Basic).', code: 'not_authenticated', errors: [] };
-  void reply
+  return reply
     .code(401)
     // charset: the plugin decodes credentials as UTF-8, and RFC 7617 says to tell clients so.
     .header('www-authenticate', `Basic realm="${OPERATOR_REALM}", charset="UTF-8"`)

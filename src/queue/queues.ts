@@ -52,6 +52,36 @@ export async function enqueueStage(queues: Queues, stage: Stage, items: readonly
   await queue.addBulk(items.map((data) => ({ name: stage, data, opts: { jobId: stageJobId(stage, data) } })));
 }
 
+/**
+ * Enqueues the stage jobs of `items` that have no job in Redis, and answers how many jobs it really
+ * created. BullMQ's add of a job id that exists already creates nothing and does not say so, so the
+ * jobs are looked up first (one pipelined EXISTS each) and only missing ones are added; each add is
+ * then confirmed by the timestamp its job was stored with, so a job another reconciler created at the
+ * same moment is counted by that reconciler only.
+ */
+export async function enqueueMissingStage(queues: Queues, stage: Stage, items: readonly StageJobData[]): Promise<number> {
+  if (items.length === 0) return 0;
+  const queue = queues[stage] as Queue<StageJobData>;
+  // The queues are built on an ioredis connection (createQueues); BullMQ types it more narrowly.
+  const client = (await queue.client) as unknown as Redis;
+  const results = <T>(res: Array<[Error | null, unknown]> | null): T[] =>
+    (res ?? []).map(([err, value]) => {
+      if (err) throw err;
+      return value as T;
+    });
+  const lookup = client.pipeline();
+  for (const d of items) lookup.exists(queue.toKey(stageJobId(stage, d)));
+  const exists = results<number>(await lookup.exec());
+  const missing = items.filter((_, i) => exists[i] === 0);
+  if (missing.length === 0) return 0;
+  const added = await queue.addBulk(missing.map((data) => ({ name: stage, data, opts: { jobId: stageJobId(stage, data) } })));
+  const confirm = client.pipeline();
+  for (const job of added) confirm.hget(queue.toKey(job.id!), 'timestamp');
+  const stored = results<string | null>(await confirm.exec());
+  // Gone already (a flush right after the add) still counts: this add created it.
+  return added.filter((job, i) => stored[i] === null || Number(stored[i]) === job.timestamp).length;
+}
+
 export async function enqueueWelcomeEmail(queues: Queues, data: EmailJobData): Promise<void> {
   await (queues.emails as Queue<EmailJobData>).add('welcome', data, { jobId: emailJobId(data) });
 }

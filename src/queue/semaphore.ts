@@ -1,11 +1,37 @@
 import type { Redis } from 'ioredis';
 import { Semaphore } from 'redis-semaphore';
+import { AppError } from '../errors.js';
 import type { Logger } from '../log.js';
 
-/** A held processing permit. release() is idempotent. */
+/**
+ * A held processing permit. release() is idempotent.
+ *
+ * A permit is a lease that lives PROCESS_PERMIT_TTL_MS past its last refresh. A holder that stalls
+ * longer than that (event loop blocked, Redis unreachable) may have lost it to someone else, and then
+ * more accounts than the limit run at once. The holder learns it: `signal` aborts as soon as the loss
+ * is known, and `assertHeld()`, called right before the guarded work commits, refuses once the lease
+ * cannot be this holder's any more, so the work rolls back and is retried instead.
+ */
 export interface Permit {
   release(): Promise<void>;
+  /** Aborted (with a permitLost error as its reason) once the lease is known to be lost. */
+  readonly signal: AbortSignal;
+  /**
+   * Resolves when the lease is still this holder's: confirmed in Redis just now (which also renews
+   * it), or, when Redis does not answer, not within its last tenth of life by this host's clock since
+   * the last confirmation. Throws permitLost() (503, transient: retry) otherwise, and aborts `signal`.
+   */
+  assertHeld(): Promise<void>;
 }
+
+/**
+ * The error of a guarded step whose permit was lost: 503 with Retry-After, which REST clients retry
+ * and the queue workers treat as transient (the job is retried with backoff, the item stays open).
+ */
+export const permitLost = (): AppError =>
+  new AppError(503, 'processing_permit_lost', 'The processing permit expired while this account was being processed (a stall longer than its lease); nothing was committed. Retry shortly.', [], {}, {
+    'Retry-After': '1',
+  });
 
 /**
  * The deployment-wide cap on simultaneous account processing, backed by redis-semaphore.
@@ -20,23 +46,80 @@ export interface ProcessPermits {
   inUse(): Promise<number>;
 }
 
-const NO_LIMIT_PERMIT: Permit = { release: async () => undefined };
+const NO_LIMIT_PERMIT: Permit = { release: async () => undefined, signal: new AbortController().signal, assertHeld: async () => undefined };
+
+/** What a refresh found: the lease renewed, the lease gone, or no answer from Redis. */
+type RefreshResult = 'held' | 'lost' | 'unanswered';
 
 /**
- * redis-semaphore refreshes leases from a timer and lets a Redis error escape it as an unhandled
- * rejection, which would crash the process on any Redis blip. A failed refresh is logged and the
- * permit treated as still held; the next successful refresh tells whether the lease survived.
+ * redis-semaphore with two changes.
+ *
+ * - A refresh that fails (Redis error) no longer escapes its timer as an unhandled rejection, which
+ *   would crash the process on any Redis blip: it is logged and the lease treated as still held, but
+ *   only until the lease's expiry by this host's clock, counted from the start of the last call that
+ *   confirmed it (the acquire or a refresh). Past that, others may have taken it: the lease is lost,
+ *   and redis-semaphore calls onLockLost.
+ * - `refreshNow()` runs a refresh at once and tells what it found, for a holder about to commit.
+ *
+ * redis-semaphore's own refresh tells a lost lease as well: its Lua first drops expired entries (this
+ * holder's included, after a stall) and then finds the holder's entry gone.
  */
-class ResilientSemaphore extends Semaphore {
+class LeasedSemaphore extends Semaphore {
   onRefreshError: (err: unknown) => void = () => undefined;
+  /** Local time at which the last successful acquire or refresh started (the lease runs ttl from no earlier). */
+  #confirmedAt = -Infinity;
+  readonly #ttlMs: number;
+
+  constructor(redis: Redis, key: string, limit: number, options: { ttlMs: number; onLockLost: (err: Error) => void }) {
+    super(redis, key, limit, {
+      lockTimeout: options.ttlMs,
+      refreshInterval: Math.max(50, Math.floor(options.ttlMs / 3)),
+      acquireAttemptsLimit: 1,
+      onLockLost: options.onLockLost,
+    });
+    this.#ttlMs = options.ttlMs;
+  }
+
+  /** Until when, by this host's clock, the lease is this holder's without a further refresh. */
+  get expiresAt(): number {
+    return this.#confirmedAt + this.#ttlMs;
+  }
+
+  protected override async _acquire(abortSignal?: AbortSignal): Promise<boolean> {
+    const started = Date.now();
+    const ok = await super._acquire(abortSignal);
+    if (ok) this.#confirmedAt = started;
+    return ok;
+  }
 
   protected override async _refresh(): Promise<boolean> {
+    const found = await this.refreshNow();
+    return found === 'held' || (found === 'unanswered' && Date.now() < this.expiresAt);
+  }
+
+  async refreshNow(): Promise<RefreshResult> {
+    const started = Date.now();
     try {
-      return await super._refresh();
+      if (!(await super._refresh())) return 'lost';
+      this.#confirmedAt = started;
+      return 'held';
     } catch (err) {
       this.onRefreshError(err);
-      return true;
+      return 'unanswered';
     }
+  }
+}
+
+/** `work`'s value, or 'unanswered' when it has not settled within `ms`. */
+async function orUnanswered(ms: number, work: Promise<RefreshResult>): Promise<RefreshResult> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<RefreshResult>((resolve) => {
+    timer = setTimeout(() => resolve('unanswered'), Math.max(0, ms));
+  });
+  try {
+    return await Promise.race([work, late]);
+  } finally {
+    clearTimeout(timer);
   }
 }
 
@@ -44,20 +127,44 @@ export function createProcessPermits(redis: Redis, opts: { prefix: string; limit
   const key = `${opts.prefix}:process-permits`;
   // redis-semaphore stores the lease set under its own `semaphore:` prefix.
   const leaseKey = `semaphore:${key}`;
+  // With Redis silent, only the clock speaks for the lease: its last tenth is too close to the end for a commit.
+  const clockMargin = Math.ceil(opts.ttlMs / 10);
   return {
     limit: opts.limit,
     async tryAcquire() {
       if (opts.limit <= 0) return NO_LIMIT_PERMIT;
-      const semaphore = new ResilientSemaphore(redis, key, opts.limit, {
-        lockTimeout: opts.ttlMs,
-        refreshInterval: Math.max(50, Math.floor(opts.ttlMs / 3)),
-        acquireAttemptsLimit: 1,
-        onLockLost: (err) => opts.log.error({ err }, 'processing permit lease lost'),
+      const lost = new AbortController();
+      const semaphore = new LeasedSemaphore(redis, key, opts.limit, {
+        ttlMs: opts.ttlMs,
+        onLockLost: (err) => {
+          opts.log.error({ err }, 'processing permit lease lost; the work it guards will not commit');
+          if (!lost.signal.aborted) lost.abort(permitLost());
+        },
       });
       semaphore.onRefreshError = (err) => opts.log.warn({ err }, 'could not refresh a processing permit; retrying');
       if (!(await semaphore.tryAcquire())) return null;
       let released = false;
+      /** Stops refreshing a lease that is no longer this holder's and says so; always throws. */
+      const giveUp = (why: string): never => {
+        semaphore.stopRefresh();
+        if (!lost.signal.aborted) {
+          opts.log.error({ why }, 'processing permit lease lost; the work it guards will not commit');
+          lost.abort(permitLost());
+        }
+        throw permitLost();
+      };
       return {
+        signal: lost.signal,
+        async assertHeld() {
+          if (released || lost.signal.aborted) throw permitLost();
+          // Past its expiry by this host's clock (a stall): others may hold it already, whatever Redis says.
+          if (Date.now() >= semaphore.expiresAt) giveUp(`expired ${Date.now() - semaphore.expiresAt} ms ago by this host's clock`);
+          // Ask Redis (which renews it), no longer than the lease still has by the clock.
+          const found = await orUnanswered(semaphore.expiresAt - clockMargin - Date.now(), semaphore.refreshNow());
+          if (found === 'lost') giveUp('Redis no longer has it');
+          if (found === 'unanswered' && Date.now() >= semaphore.expiresAt - clockMargin) giveUp('Redis does not answer and the lease is about to expire');
+          if (lost.signal.aborted) throw permitLost();
+        },
         async release() {
           if (released) return;
           released = true;

@@ -14,6 +14,7 @@ import { lockImportedAccount, type LockedWrite } from '../imports/shared/importe
 import { SUPPLIER_COLUMNS_JOINED, supplierFromRow, type SupplierColumnsJoined } from '../imports/suppliers/supplier.repository.js';
 import { PERMIT_RETRY_DELAY_MS, nextStage, type Stage, type StageJobData } from './contract.js';
 import { enqueueStage } from './queues.js';
+import type { Permit } from './semaphore.js';
 
 interface ItemRow extends SupplierColumnsJoined {
   line: number;
@@ -166,8 +167,8 @@ export function createStageProcessor(ctx: StageProcessorContext, stage: Stage) {
       .returning('state')
       .executeTakeFirst();
 
-  /** Runs this stage's work for the item; returns the account number when it learned one. */
-  async function runStep(item: ItemRow, record: RecordProgress): Promise<string | null> {
+  /** Runs this stage's work for the item; returns the account number when it learned one. `permit`: the process stage's. */
+  async function runStep(item: ItemRow, record: RecordProgress, permit: Permit | null): Promise<string | null> {
     const bundle = item.bundle as Bundle;
     const known = knownOf(item);
     const ext = item.external_account_number ?? '';
@@ -263,7 +264,8 @@ export function createStageProcessor(ctx: StageProcessorContext, stage: Stage) {
         if (item.service_account_number) return item.service_account_number;
         try {
           const beforeCommit = (trx: Executor, outcome: { service_account_number: string }) => record(trx, outcome.service_account_number);
-          return (await attempt('process', () => services.accounts.processStaged(request, { known, beforeCommit }))).service_account_number;
+          // The permit is checked right before COMMIT: lost during a stall, the account rolls back (503, the job retries).
+          return (await attempt('process', () => services.accounts.processStaged(request, { known, beforeCommit, permit }))).service_account_number;
         } catch (err) {
           const existing = alreadyImportedNumber(err);
           if (existing) return existing;
@@ -329,7 +331,7 @@ export function createStageProcessor(ctx: StageProcessorContext, stage: Stage) {
           : { state: 'succeeded', service_account_number: claimed.dry_run ? null : accountNumber };
         recorded = (await setItem(ex, data, values, claimed.stage))?.state ?? null;
       };
-      const number = await runStep(claimed, record);
+      const number = await runStep(claimed, record, permit);
       // Steps without a transaction of their own (validate, a dry run, an account found already imported) record now.
       if (recorded === undefined) await record(db, number);
       if (recorded === 'waiting' && next) await enqueueStage(deps.queues, next, [data]);

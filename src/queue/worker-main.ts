@@ -6,21 +6,32 @@ import { createServices } from '../imports/services.js';
 import { registerOperatorRoutes } from '../http/operator.js';
 import { createLogger } from '../log.js';
 import { createMetrics } from '../metrics.js';
+import { checkPostgres, checkRedis, StartupError } from '../startup-checks.js';
 import type { QueueName } from './contract.js';
+import { startReconciling } from './reconciler.js';
 import { startWorkers } from './workers.js';
 
 /**
  * A worker process: runs the named queues until SIGTERM/SIGINT, then stops taking jobs, lets
  * active ones finish within WORKER_SHUTDOWN_GRACE_MS (releasing their permits), and exits.
- * At start-up it re-enqueues every open batch item that lost its job (PostgreSQL is the truth).
+ * At start-up it checks that PostgreSQL and Redis answer (one line on stderr and exit 1 otherwise;
+ * exit 2 for a bad configuration), then re-enqueues every open batch item that lost its job
+ * (PostgreSQL is the truth). It neither signs nor verifies tokens, so TOKEN_SECRET is not needed.
  */
 export async function runWorkerProcess(queues: readonly QueueName[]): Promise<void> {
   let config;
   try {
-    config = loadConfig();
+    config = loadConfig(process.env, { signsTokens: false });
   } catch (err) {
     console.error(err instanceof ConfigError ? err.message : err);
     process.exit(2);
+  }
+  try {
+    await checkPostgres(config.databaseUrl);
+    await checkRedis(config.redisUrl);
+  } catch (err) {
+    console.error(err instanceof StartupError ? err.message : err);
+    process.exit(1);
   }
   const log = createLogger(config.logLevel);
   const deps = createDeps(config, { log });
@@ -36,8 +47,8 @@ export async function runWorkerProcess(queues: readonly QueueName[]): Promise<vo
     await metricsApp.listen({ host: config.host, port: config.workerMetricsPort });
   }
   log.info({ queues, metricsPort: config.workerMetricsPort }, 'workers started');
-  const repaired = await services.batches.reconcile();
-  if (repaired.items > 0) log.info(repaired, 'reconciled open batch items');
+  // In the background, and again whenever Redis is back after a loss (what it held may be gone).
+  startReconciling({ log, onRedisReconnect: deps.onRedisReconnect, reconcile: () => services.batches.reconcile() });
 
   let stopping = false;
   const stop = async (signal: string) => {

@@ -74,9 +74,9 @@ describe('named prepared statements', () => {
   });
 
   it('can be turned off (DATABASE_PREPARED_STATEMENTS=false), for poolers in transaction mode', async () => {
-    expect(loadConfig({ DATABASE_PREPARED_STATEMENTS: 'false' }).databasePreparedStatements).toBe(false);
-    expect(loadConfig({}).databasePreparedStatements).toBe(true);
-    expect(() => loadConfig({ DATABASE_PREPARED_STATEMENTS: 'no' })).toThrow(/DATABASE_PREPARED_STATEMENTS/);
+    expect(loadConfig({ NODE_ENV: 'test', DATABASE_PREPARED_STATEMENTS: 'false' }).databasePreparedStatements).toBe(false);
+    expect(loadConfig({ NODE_ENV: 'test' }).databasePreparedStatements).toBe(true);
+    expect(() => loadConfig({ NODE_ENV: 'test', DATABASE_PREPARED_STATEMENTS: 'no' })).toThrow(/DATABASE_PREPARED_STATEMENTS/);
     const { db } = createDb(database.url, { max: 1, preparedStatements: false });
     try {
       const prepared = await preparedAfter(db, async (trx) => lookup(trx, 'A'));

@@ -84,8 +84,8 @@ describe('statistics after bulk writes', () => {
   });
 
   it('is configured by DATABASE_ANALYZE_INTERVAL_S (default 15 s; 0 leaves it to autovacuum)', () => {
-    expect(loadConfig({}).databaseAnalyzeIntervalMs).toBe(15_000);
-    expect(loadConfig({ DATABASE_ANALYZE_INTERVAL_S: '0' }).databaseAnalyzeIntervalMs).toBe(0);
-    expect(() => loadConfig({ DATABASE_ANALYZE_INTERVAL_S: 'soon' })).toThrow(/DATABASE_ANALYZE_INTERVAL_S/);
+    expect(loadConfig({ NODE_ENV: 'test' }).databaseAnalyzeIntervalMs).toBe(15_000);
+    expect(loadConfig({ NODE_ENV: 'test', DATABASE_ANALYZE_INTERVAL_S: '0' }).databaseAnalyzeIntervalMs).toBe(0);
+    expect(() => loadConfig({ NODE_ENV: 'test', DATABASE_ANALYZE_INTERVAL_S: 'soon' })).toThrow(/DATABASE_ANALYZE_INTERVAL_S/);
   });
 });

@@ -9,6 +9,7 @@ import { TokenService } from '../../src/auth/tokens.js';
 import { loadConfig } from '../../src/config.js';
 import { createDeps, type Deps } from '../../src/deps.js';
 import { createLogger } from '../../src/log.js';
+import { startReconciling } from '../../src/queue/reconciler.js';
 import { accountPayload } from '../helpers/fixtures.js';
 import { createTestContext, createTestDatabase, TEST_TOKEN_SECRET, type TestContext } from '../helpers/context.js';
 import { pollUntil } from '../helpers/poll.js';
@@ -100,6 +101,20 @@ describe('Redis silent: requests answer 503 instead of hanging', () => {
     expect((await ctx.tableCounts()).accounts).toBe(0);
   });
 
+  it('ObtainToken answers 503 service_unavailable (its sign-in limiter lives in Redis)', async () => {
+    const key = await createApiKey(ctx.deps.db, 'redis-down-sign-in');
+    const { res, ms } = await timed(() =>
+      ctx.app.inject({
+        method: 'POST',
+        url: '/v1/graphql/',
+        payload: { query: 'mutation($i: ObtainJSONWebTokenInput!) { obtainKrakenToken(input: $i) { token } }', variables: { i: { APIKey: key.key } } },
+      }),
+    );
+    expect(res.statusCode, res.body).toBe(503);
+    expect(JSON.parse(res.body)).toMatchObject({ data: { obtainKrakenToken: null }, errors: [{ extensions: { code: 'service_unavailable' } }] });
+    expect(ms).toBeLessThan(ANSWER_WITHIN_MS);
+  });
+
   it('readiness says not ready, quickly', async () => {
     const { res, ms } = await timed(() => ctx.app.inject({ method: 'GET', url: '/readyz' }));
     expect(res.statusCode).toBe(503);
@@ -140,6 +155,17 @@ describe('Redis stopped and started again: one line when lost, one when back', (
     let reconnects = 0;
     let retries = 0;
     deps.onRedisReconnect(() => reconnects++);
+    // What server.ts and the worker processes run: a reconcile now, and again when Redis is back.
+    let reconciles = 0;
+    startReconciling({
+      log: createLogger('silent'),
+      onRedisReconnect: deps.onRedisReconnect,
+      reconcile: async () => {
+        reconciles++;
+        return { batches: 0, openItems: 0, jobsRecreated: 0 };
+      },
+    });
+    expect(reconciles).toBe(1);
     deps.redis.on('reconnecting', () => retries++);
 
     await redis.stop();
@@ -153,6 +179,7 @@ describe('Redis stopped and started again: one line when lost, one when back', (
     await pollUntil(async () => lines.filter((l) => /Redis connection back/.test(l.msg)).length >= 2, { timeoutMs: 20_000, what: 'both connections back' });
     expect(lines.filter((l) => /Redis connection lost/.test(l.msg))).toHaveLength(2);
     expect(reconnects).toBe(1);
+    await pollUntil(async () => reconciles === 2, { what: 'a second reconcile once Redis was back' });
     expect(await deps.redis.ping()).toBe('PONG');
   });
 });

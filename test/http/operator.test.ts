@@ -32,7 +32,8 @@ let ctx: TestContext;
 let app: FastifyInstance;
 
 beforeAll(async () => {
-  ctx = await createTestContext();
+  // Many deliberate wrong passwords from one address; the limiter has its own test (test/security/operator-limit.test.ts).
+  ctx = await createTestContext({ env: { LOGIN_MAX_FAILURES: '1000' } });
   ({ app } = await buildOperatorTestApp(ctx));
 });
 

@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { readLines, type Line } from '../../src/imports/batches/line-reader.js';
+import { readLines, TooManyBytes, type Line } from '../../src/imports/batches/line-reader.js';
 
 async function collect(chunks: Buffer[], maxBytes: number): Promise<Line[]> {
   const out: Line[] = [];
@@ -68,5 +68,23 @@ describe('readLines', () => {
       { number: 1, text: '{"a":1}' },
       { number: 2, text: '{"b":2}' },
     ]);
+  });
+
+  it('reads a stream of exactly maxTotalBytes, and throws TooManyBytes at the chunk that passes it, before any of its lines', async () => {
+    const body = Buffer.from('{"a":1}\n{"b":2}\n{"c":3}\n'); // 24 bytes
+    const read = async (maxTotalBytes: number) => {
+      const lines: Line[] = [];
+      try {
+        for await (const line of readLines(Readable.from(cut(body, [8, 16])), 100, maxTotalBytes)) lines.push(line);
+        return { lines, error: null };
+      } catch (err) {
+        return { lines, error: err };
+      }
+    };
+    expect(await read(24)).toEqual({ lines: [{ number: 1, text: '{"a":1}' }, { number: 2, text: '{"b":2}' }, { number: 3, text: '{"c":3}' }], error: null });
+    const over = await read(23);
+    expect(over.lines.map((l) => l.number)).toEqual([1, 2]);
+    expect(over.error).toBeInstanceOf(TooManyBytes);
+    expect((over.error as TooManyBytes).maxTotalBytes).toBe(23);
   });
 });

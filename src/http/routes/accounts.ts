@@ -106,6 +106,7 @@ export function accountRoutes(accounts: AccountService): RouteDef[] {
         400: envelope('invalid_request, import_process_does_not_exist, operations_team_not_found, import_supplier_migration_not_ongoing, account_marked_to_skip, account_import_process_already_imported (with external_account_number and service_account_number), dry_run_rolled_back'),
         401: envelope('Not authenticated.'),
         429: { description: 'concurrency_limit_exceeded; see Retry-After.', headers: { 'Retry-After': 'seconds' } },
+        503: { description: 'processing_permit_lost: the permit expired during a stall, nothing was committed; retry (see Retry-After).', headers: { 'Retry-After': 'seconds' } },
       },
       handler: async (req, reply) => {
         const r = await accounts.processWithPermit(req.body);

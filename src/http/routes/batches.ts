@@ -61,7 +61,8 @@ export function batchRoutes(batches: BatchService): RouteDef[] {
         202: { description: 'Accepted: every line is an item; lines that are not bundles are failed items (stage parse).', schema: z.object({ batch_id: z.string(), total_items: z.number() }) },
         400: { description: 'import_supplier_not_found, operations_team_not_found, invalid_request (query).' },
         401: { description: 'Not authenticated.' },
-        413: { description: 'More lines than BATCH_MAX_LINES.' },
+        408: { description: 'request_timeout: no byte for BODY_IDLE_TIMEOUT_S, or not whole within REQUEST_TIMEOUT_S; nothing is kept.' },
+        413: { description: 'More lines than BATCH_MAX_LINES, or more bytes than BATCH_MAX_BYTES; nothing is kept.' },
         415: { description: 'Not application/x-ndjson.' },
       },
       handler: async (req, reply) => {
@@ -73,7 +74,16 @@ export function batchRoutes(batches: BatchService): RouteDef[] {
         if (!(req.body instanceof Readable)) {
           throw new AppError(415, 'unsupported_media_type', 'Send the cohort as application/x-ndjson: one account bundle per line.');
         }
-        const result = await batches.upload(req.body, { ...q, idempotencyKey: key, apiKeyId: req.apiKeyId });
+        const length = req.headers['content-length'];
+        const declaredBytes = length !== undefined && /^\d+$/.test(length) ? Number(length) : undefined;
+        // Once the body is in, inserting its last lines and enqueueing them is the service's own work,
+        // minutes for a million lines: the socket's idle timeout must not close the connection meanwhile.
+        const noIdleTimeout = () => {
+          if (typeof req.raw.socket?.setTimeout === 'function') req.raw.socket.setTimeout(0);
+        };
+        if (req.raw.readableEnded) noIdleTimeout();
+        else req.raw.once('end', noIdleTimeout);
+        const result = await batches.upload(req.body, { ...q, idempotencyKey: key, apiKeyId: req.apiKeyId, declaredBytes });
         reply.code(202);
         return { batch_id: result.batch_id, total_items: result.total_items };
       },
@@ -185,8 +195,7 @@ function csvOf(batches: BatchService, id: string, state: 'failed' | 'succeeded' 
   const out = stringify({
     header: true,
     columns: ['line', 'external_account_number', 'stage', 'state', 'code', 'attr', 'detail'],
-    // A cell starting with = + - @ would run as a formula in a spreadsheet: prefix it.
-    cast: { string: (v) => (/^[=+\-@\t\r]/.test(v) ? `'${v}` : v) },
+    cast: { string: neutraliseCell },
   });
   void (async () => {
     let after = 0;
@@ -203,6 +212,21 @@ function csvOf(batches: BatchService, id: string, state: 'failed' | 'succeeded' 
     }
   })();
   return out;
+}
+
+/**
+ * A cell a spreadsheet could run as a formula, prefixed with `'` so it shows as text. A spreadsheet
+ * runs a cell starting with = + - @, also once it has trimmed leading spaces and invisible characters,
+ * and some take the full-width forms (＝ ＋ － ＠) and other compatibility forms for the ASCII ones.
+ * So a cell is neutralised when its first character is a space of any kind, an invisible (format) or
+ * control character (tab, CR, LF, no-break space, zero-width space, BOM, …), or a character whose
+ * compatibility form (NFKC) starts with = + - @. Every other cell is left exactly as it is.
+ */
+function neutraliseCell(v: string): string {
+  const first = v.codePointAt(0);
+  if (first === undefined) return v;
+  const c = String.fromCodePoint(first);
+  return /^[\p{Z}\p{Cf}\p{Cc}]/u.test(c) || /^[=+\-@]/.test(c.normalize('NFKC')) ? `'${v}` : v;
 }
 
 function csvRow(it: ItemView): Record<string, unknown> {

@@ -4,7 +4,7 @@ import { utcDate, type Clock } from '../../clock.js';
 import type { Database, Executor, ImportSupplier, OperationsTeam } from '../../db/database.js';
 import { AppError, badRequest, item, notFound, type ErrorItem } from '../../errors.js';
 import { enqueueWelcomeEmail, type Queues } from '../../queue/queues.js';
-import type { InProgressMarkers, ProcessPermits } from '../../queue/semaphore.js';
+import type { InProgressMarkers, Permit, ProcessPermits } from '../../queue/semaphore.js';
 import { issuesToItems, parseOrThrow } from '../shared/validation.js';
 import { reaches } from '../../auth/supplier-scope.js';
 import { findSupplierByCode } from '../suppliers/supplier.repository.js';
@@ -65,6 +65,12 @@ export interface ProcessOptions {
   known?: KnownContext;
   /** Runs inside the account's transaction before it commits (the pipeline records the item's progress with the account). */
   beforeCommit?: (trx: Executor, outcome: ProcessOutcome) => Promise<void>;
+  /**
+   * The processing permit the caller holds: checked last, right before COMMIT, so an account whose
+   * permit was lost during a stall rolls back (503 processing_permit_lost, retried) instead of
+   * committing beside the holder that took the permit over.
+   */
+  permit?: Pick<Permit, 'assertHeld'> | null;
 }
 
 export interface AccountServiceDeps {
@@ -196,7 +202,8 @@ export function createAccountService(deps: AccountServiceDeps) {
   /**
    * Creates the account from its staged data. Idempotent in effect: the process row is locked, so
    * a second concurrent call waits and then sees the account the first one created.
-   * `dryRun` runs everything and rolls it back. Concurrency permits are the caller's business.
+   * `dryRun` runs everything and rolls it back. Concurrency permits are the caller's business; the
+   * caller's permit, when given, must still be held when the transaction commits.
    */
   async function processStaged(req: ProcessRequest, opts: ProcessOptions = {}): Promise<ProcessOutcome> {
     const end = await deps.inProgress.begin(req.import_supplier_code, req.external_account_number);
@@ -205,6 +212,7 @@ export function createAccountService(deps: AccountServiceDeps) {
         const created = await createInTransaction(trx, req, opts.known);
         if (req.dry_run) throw new DryRunRollback(created);
         await opts.beforeCommit?.(trx, created);
+        await opts.permit?.assertHeld();
         return created;
       });
       if (outcome.welcomeEmail) await enqueueWelcomeEmail(deps.queues, { accountId: outcome.accountId });
@@ -258,7 +266,7 @@ export function createAccountService(deps: AccountServiceDeps) {
       );
     }
     try {
-      return await processStaged(req);
+      return await processStaged(req, { permit });
     } finally {
       await permit.release();
     }

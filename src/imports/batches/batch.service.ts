@@ -6,7 +6,7 @@ import type { BatchState, Database, ItemStage, ItemState } from '../../db/databa
 import { AppError, badRequest, notFound, type ErrorEnvelope } from '../../errors.js';
 import { parseJsonExact, printable, UnstorableString } from '../../http/json.js';
 import { STAGES, type Stage } from '../../queue/contract.js';
-import { assertQueuesReachable, enqueueStage, type Queues } from '../../queue/queues.js';
+import { assertQueuesReachable, enqueueMissingStage, enqueueStage, type Queues } from '../../queue/queues.js';
 import { reaches } from '../../auth/supplier-scope.js';
 import { findSupplierByCode } from '../suppliers/supplier.repository.js';
 import { supplierNotFound } from '../suppliers/supplier.rules.js';
@@ -14,7 +14,7 @@ import { findTeamByName } from '../teams/team.repository.js';
 import { issuesToItems } from '../shared/validation.js';
 import { countItems, findBatch, finishIfDone, insertItems, openItems, type BatchRow, type NewItem } from './batch.repository.js';
 import { bundleSchema, type ItemStateFilter } from './batch.schemas.js';
-import { readLines } from './line-reader.js';
+import { readLines, TooManyBytes } from './line-reader.js';
 
 const INSERT_CHUNK = 250;
 export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -27,6 +27,8 @@ export interface UploadParams {
   idempotencyKey?: string | undefined;
   /** The API key uploading (its Idempotency-Keys are its own); undefined for importctl. */
   apiKeyId?: string | undefined;
+  /** The body's declared length (Content-Length), when it has one: over BATCH_MAX_BYTES is refused unread. */
+  declaredBytes?: number | undefined;
 }
 
 export interface StageCounts {
@@ -69,7 +71,7 @@ export interface BatchServiceDeps {
   db: Kysely<Database>;
   clock: Clock;
   queues: Queues;
-  config: { batchMaxLineBytes: number; batchMaxLines: number };
+  config: { batchMaxLineBytes: number; batchMaxLines: number; batchMaxBytes: number };
 }
 
 /** Where a dry-run item goes next: stage, process and extras run together in one rolled-back step. */
@@ -78,13 +80,18 @@ export const queueForStage = (stage: ItemStage, dryRun: boolean): Stage =>
 
 const envelope = (code: string, detail: string, errors: ErrorEnvelope['errors'] = []): ErrorEnvelope => ({ detail, code, errors });
 
+const tooManyBytes = (max: number): AppError => new AppError(413, 'payload_too_large', `A cohort upload may have at most ${max} bytes.`);
+
 export function createBatchService(deps: BatchServiceDeps) {
   /**
    * Streams an NDJSON cohort into batch items, then starts the pipeline. A line that is not JSON or
    * not a bundle becomes a failed item (stage parse); it never aborts the batch. The upload is whole
    * or nothing: if the stream breaks, the half-written batch is removed and nothing is enqueued.
+   * A stream that fails (its client went away, it was cut for slowness) stops the inserts at once:
+   * at most the one insert under way when it failed completes before the batch is removed.
    */
   async function upload(stream: Readable, params: UploadParams): Promise<{ batch_id: string; total_items: number; existing: boolean }> {
+    if (params.declaredBytes !== undefined && params.declaredBytes > deps.config.batchMaxBytes) throw tooManyBytes(deps.config.batchMaxBytes);
     const supplier = await findSupplierByCode(deps.db, params.import_supplier);
     if (!supplier) throw supplierNotFound(params.import_supplier, 'import_supplier');
     const team = await findTeamByName(deps.db, params.operations_team_name);
@@ -92,6 +99,8 @@ export function createBatchService(deps: BatchServiceDeps) {
     // Nothing is stored while Redis is away: the batch would wait for jobs nobody can enqueue (503).
     await assertQueuesReachable(deps.queues);
 
+    // The client left, or was cut, while the above ran: no batch for nobody.
+    if (stream.errored) throw stream.errored;
     const id = randomUUID();
     if (params.idempotencyKey !== undefined) {
       const claimed = await deps.db
@@ -122,12 +131,14 @@ export function createBatchService(deps: BatchServiceDeps) {
     let total = 0;
     try {
       let chunk: NewItem[] = [];
-      for await (const line of readLines(stream, deps.config.batchMaxLineBytes)) {
+      for await (const line of readLines(stream, deps.config.batchMaxLineBytes, deps.config.batchMaxBytes)) {
         if (++total > deps.config.batchMaxLines) {
           throw new AppError(413, 'payload_too_large', `A cohort upload may have at most ${deps.config.batchMaxLines} lines.`);
         }
         chunk.push(itemFromLine(line.number, line.text, deps.config.batchMaxLineBytes));
         if (chunk.length >= INSERT_CHUNK) {
+          // Lines already read may follow a failure of the stream: not one more insert after it.
+          if (stream.errored) throw stream.errored;
           await insertItems(deps.db, id, chunk);
           chunk = [];
         }
@@ -135,7 +146,7 @@ export function createBatchService(deps: BatchServiceDeps) {
       await insertItems(deps.db, id, chunk);
     } catch (err) {
       await deps.db.deleteFrom('batches').where('id', '=', id).execute();
-      throw err;
+      throw err instanceof TooManyBytes ? tooManyBytes(err.maxTotalBytes) : err;
     }
     await deps.db.updateTable('batches').set({ state: 'RUNNING', total_items: total }).where('id', '=', id).execute();
     await enqueueOpen(id, params.dry_run);
@@ -146,19 +157,22 @@ export function createBatchService(deps: BatchServiceDeps) {
   /**
    * (Re-)enqueues every open item's job at its stage and round. Job ids are deterministic, so an
    * item that still has its job is untouched: this is both the start of a batch and its repair
-   * after Redis lost its jobs.
+   * after Redis lost its jobs. Answers how many items are open and how many jobs were really created
+   * (counted only with `countCreated`, which looks each job up first: the repair's report).
    */
-  async function enqueueOpen(batchId: string, dryRun: boolean): Promise<number> {
+  async function enqueueOpen(batchId: string, dryRun: boolean, countCreated = false): Promise<{ open: number; created: number }> {
     let after = 0;
-    let count = 0;
+    let open = 0;
+    let created = 0;
     for (;;) {
       const page = await openItems(deps.db, batchId, after, ENQUEUE_PAGE);
-      if (page.length === 0) return count;
+      if (page.length === 0) return { open, created };
       for (const stage of STAGES) {
         const jobs = page.filter((i) => queueForStage(i.stage, dryRun) === stage).map((i) => ({ batchId, line: i.line, round: i.round }));
-        await enqueueStage(deps.queues, stage, jobs);
+        if (countCreated) created += await enqueueMissingStage(deps.queues, stage, jobs);
+        else await enqueueStage(deps.queues, stage, jobs);
       }
-      count += page.length;
+      open += page.length;
       after = page.at(-1)!.line;
     }
   }
@@ -267,20 +281,27 @@ export function createBatchService(deps: BatchServiceDeps) {
     return { batches, more: rows.length > pageSize };
   }
 
-  /** Repairs every running batch after a Redis loss: re-enqueues open items that have no job. */
-  async function reconcile(batchId?: string): Promise<{ batches: number; items: number }> {
+  /**
+   * Repairs every running batch after a Redis loss: re-creates the job of each open item that has
+   * none. Answers the running batches, their open items, and the jobs it really re-created (an open
+   * item whose job is still in Redis is left alone and not counted).
+   */
+  async function reconcile(batchId?: string): Promise<{ batches: number; openItems: number; jobsRecreated: number }> {
     const running = await deps.db
       .selectFrom('batches')
       .select(['id', 'dry_run'])
       .where('state', '=', 'RUNNING')
       .$if(batchId !== undefined, (q) => q.where('id', '=', batchId!))
       .execute();
-    let items = 0;
+    let openItems = 0;
+    let jobsRecreated = 0;
     for (const b of running) {
-      items += await enqueueOpen(b.id, b.dry_run);
+      const { open, created } = await enqueueOpen(b.id, b.dry_run, true);
+      openItems += open;
+      jobsRecreated += created;
       await finishIfDone(deps.db, b.id, deps.clock.now());
     }
-    return { batches: running.length, items };
+    return { batches: running.length, openItems, jobsRecreated };
   }
 
   return { upload, status, items, retry, cancel, list, reconcile, mustFind };

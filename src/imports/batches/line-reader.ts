@@ -7,17 +7,27 @@ export interface Line {
   text: string | null;
 }
 
+/** The stream went past the reader's `maxTotalBytes`. */
+export class TooManyBytes extends Error {
+  override readonly name = 'TooManyBytes';
+  constructor(readonly maxTotalBytes: number) {
+    super(`more than ${maxTotalBytes} bytes`);
+  }
+}
+
 /**
  * Splits a byte stream into lines without ever holding more than one line (capped at `maxBytes`)
  * in memory: an oversized line is reported as such and skipped, never buffered. Handles CRLF and a
- * missing final newline; blank lines are skipped but still counted.
+ * missing final newline; blank lines are skipped but still counted. Throws TooManyBytes as soon as
+ * the stream has sent more than `maxTotalBytes` in all, before any line of that chunk is yielded.
  */
-export async function* readLines(stream: Readable, maxBytes: number): AsyncGenerator<Line> {
+export async function* readLines(stream: Readable, maxBytes: number, maxTotalBytes = Number.POSITIVE_INFINITY): AsyncGenerator<Line> {
   const decoder = new TextDecoder('utf-8', { fatal: false });
   let parts: Buffer[] = [];
   let size = 0;
   let overflow = false;
   let number = 0;
+  let total = 0;
 
   /** Ends the line held in `parts`, or `whole`: a line found entirely inside one chunk. */
   const finish = (whole?: Buffer): Line | null => {
@@ -39,6 +49,8 @@ export async function* readLines(stream: Readable, maxBytes: number): AsyncGener
 
   for await (const chunk of stream as AsyncIterable<Buffer | string>) {
     let buf = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
+    total += buf.length;
+    if (total > maxTotalBytes) throw new TooManyBytes(maxTotalBytes);
     for (;;) {
       const nl = buf.indexOf(0x0a);
       const piece = nl === -1 ? buf : buf.subarray(0, nl);
