@@ -9,6 +9,7 @@ import { startReconciling } from './queue/reconciler.js';
 import { startWorkers, type WorkerSet } from './queue/workers.js';
 import { createLogger } from './log.js';
 import { checkPostgres, checkRedis, describeStartupFailure } from './startup-checks.js';
+import { withDevelopmentVendor } from './vendors/development-vendor.js';
 
 /** How close together two signals count as one: Ctrl-C under `npm start` reaches the server twice at once. */
 const SAME_SIGNAL_MS = 1_000;
@@ -35,7 +36,8 @@ async function main(): Promise<void> {
     const { applied } = await migrate(config.databaseUrl);
     log.info({ created, applied }, 'database ready');
   }
-  const deps = createDeps(config, { log });
+  const development = await withDevelopmentVendor(config, log);
+  const deps = createDeps(development.config, { log });
   const { app, services, metrics } = await buildApp(deps);
   // Tables keep current statistics as they grow, whatever autovacuum does (db/statistics.ts).
   const statistics = startStatisticsKeeper(deps.db, { intervalMs: config.databaseAnalyzeIntervalMs, log });
@@ -52,6 +54,7 @@ async function main(): Promise<void> {
     await workers?.close();
     await statistics.stop();
     await deps.close();
+    await development.close();
   });
   let firstSignalAt: number | undefined;
   const onSignal = (signal: NodeJS.Signals) => {

@@ -28,6 +28,7 @@ import { createTeam } from '../imports/teams/team.service.js';
 import { createLogger } from '../log.js';
 import { QUEUE_NAMES } from '../queue/contract.js';
 import { startWorkers } from '../queue/workers.js';
+import { checkPostgres, checkRedis, StartupError } from '../startup-checks.js';
 import { startSandboxVendor } from '../vendors/sandbox-vendor.js';
 import { main as importctl } from './importctl.js';
 
@@ -37,6 +38,10 @@ const DOCUMENTS_ROOT = 'demo';
 const ACCOUNTS = Number(process.env.DEMO_ACCOUNTS ?? 1000);
 /** A fixed port, so a service you started yourself can be pointed at the same sandbox vendor. */
 const VENDOR_PORT = Number(process.env.DEMO_VENDOR_PORT ?? 4010);
+
+/** How to get PostgreSQL and Redis on this machine, for the demo's one-line error. */
+const START_SERVICES_HINT =
+  'Start PostgreSQL and Redis first: `docker compose up -d` where Docker runs; otherwise your system\'s packages (`apt-get install postgresql redis-server`, `brew install postgresql redis`), or set DATABASE_URL and REDIS_URL to servers you have.';
 
 async function answers(url: string): Promise<boolean> {
   try {
@@ -61,6 +66,16 @@ async function main(): Promise<number> {
   const work = await mkdtemp(path.join(tmpdir(), 'di-demo-'));
   stops.push(() => rm(work, { recursive: true, force: true }));
   try {
+    // Which service is missing, and how to start it, before anything else: not the service's fault.
+    try {
+      await checkPostgres(config.databaseUrl, { allowMissingDatabase: true });
+      await checkRedis(config.redisUrl);
+    } catch (err) {
+      if (!(err instanceof StartupError)) throw err;
+      console.error(err.message);
+      console.error(START_SERVICES_HINT);
+      return 1;
+    }
     await ensureDatabase(config.databaseUrl);
     const { applied } = await migrate(config.databaseUrl);
     console.log(`database ready (${applied.length} migration(s) applied)`);

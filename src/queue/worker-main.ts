@@ -8,6 +8,7 @@ import { createLogger } from '../log.js';
 import { createMetrics } from '../metrics.js';
 import { checkPostgres, checkRedis, StartupError } from '../startup-checks.js';
 import type { QueueName } from './contract.js';
+import { withDevelopmentVendor } from '../vendors/development-vendor.js';
 import { startReconciling } from './reconciler.js';
 import { startWorkers } from './workers.js';
 
@@ -34,7 +35,8 @@ export async function runWorkerProcess(queues: readonly QueueName[]): Promise<vo
     process.exit(1);
   }
   const log = createLogger(config.logLevel);
-  const deps = createDeps(config, { log });
+  const development = await withDevelopmentVendor(config, log);
+  const deps = createDeps(development.config, { log });
   const services = createServices(deps);
   const metrics = createMetrics(deps);
   const set = startWorkers(deps, services, { queues, observe: (q, o, s) => metrics.observeJob(q, o, s) });
@@ -59,6 +61,7 @@ export async function runWorkerProcess(queues: readonly QueueName[]): Promise<vo
     await statistics.stop();
     await metricsApp?.close();
     await deps.close();
+    await development.close();
     process.exit(0);
   };
   process.on('SIGTERM', () => void stop('SIGTERM'));
