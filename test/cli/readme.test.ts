@@ -1,13 +1,13 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
 import { createTestDatabase, deleteRedisPrefix } from '../helpers/context.js';
 import { pollUntil } from '../helpers/poll.js';
+import { freePort } from '../faults/helpers.js';
 
 /**
  * The README's own examples, run as a new user runs them: `npm run dev`'s server (NODE_ENV=development,
@@ -26,13 +26,6 @@ function shellBlock(readme: string, heading: string): string {
   return block[1]!;
 }
 
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 let server: ChildProcess | undefined;
 let serverOutput = '';

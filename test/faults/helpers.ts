@@ -216,6 +216,26 @@ export async function freePort(): Promise<number> {
   return port;
 }
 
+/** A "service" on 127.0.0.1 that accepts connections and never says a word: the worst case for a client. */
+export async function startSilentServer(): Promise<{ port: number; url(scheme: string): string; close(): Promise<void> }> {
+  const sockets = new Set<Socket>();
+  const server = createServer((s) => {
+    sockets.add(s);
+    s.on('close', () => sockets.delete(s));
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as AddressInfo;
+  return {
+    port,
+    url: (scheme) => `${scheme}://127.0.0.1:${port}`,
+    close: async () => {
+      for (const s of sockets) s.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
 /** A redis-server of the test's own on 127.0.0.1, append-only, restartable on the same port and directory. */
 export interface OwnRedis {
   readonly port: number;

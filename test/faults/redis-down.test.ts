@@ -1,5 +1,4 @@
 import { mkdtempSync, rmSync } from 'node:fs';
-import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
@@ -13,7 +12,7 @@ import { startReconciling } from '../../src/queue/reconciler.js';
 import { accountPayload } from '../helpers/fixtures.js';
 import { createTestContext, createTestDatabase, TEST_TOKEN_SECRET, type TestContext } from '../helpers/context.js';
 import { pollUntil } from '../helpers/poll.js';
-import { startOwnRedis, type OwnRedis } from './helpers.js';
+import { startOwnRedis, startSilentServer, type OwnRedis } from './helpers.js';
 
 /**
  * Redis is where requests enqueue, take processing permits and count sign-in failures. When it
@@ -22,35 +21,18 @@ import { startOwnRedis, type OwnRedis } from './helpers.js';
  * log says once that the connection was lost and once that it is back, not on every retry.
  */
 
-/** A "Redis" that accepts connections and never says a word: the worst case for a client. */
-async function silentServer(): Promise<{ url: string; close(): Promise<void> }> {
-  const sockets = new Set<net.Socket>();
-  const server = net.createServer((s) => {
-    sockets.add(s);
-    s.on('close', () => sockets.delete(s));
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  return {
-    url: `redis://127.0.0.1:${port}`,
-    close: async () => {
-      for (const s of sockets) s.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
-  };
-}
 
 /** How long a request may take to answer while Redis is silent: 2 s of command timeout, with room for a loaded machine. */
 const ANSWER_WITHIN_MS = 6_000;
 
 describe('Redis silent: requests answer 503 instead of hanging', () => {
-  let silent: Awaited<ReturnType<typeof silentServer>>;
+  let silent: Awaited<ReturnType<typeof startSilentServer>>;
   let ctx: TestContext;
   let auth: { authorization: string };
 
   beforeAll(async () => {
-    silent = await silentServer();
-    ctx = await createTestContext({ env: { REDIS_URL: silent.url, PROCESS_CONCURRENCY_LIMIT: '2' } });
+    silent = await startSilentServer();
+    ctx = await createTestContext({ env: { REDIS_URL: silent.url('redis'), PROCESS_CONCURRENCY_LIMIT: '2' } });
     await ctx.createSupplier('RD');
     await ctx.createTeam('Team');
     // ObtainToken needs Redis (its limiter): sign a token the way it would.

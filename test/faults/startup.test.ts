@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createTestDatabase, deleteRedisPrefix, TEST_TOKEN_SECRET } from '../helpers/context.js';
 import { pollUntil } from '../helpers/poll.js';
+import { freePort, startSilentServer } from './helpers.js';
 
 /**
  * Start-up and shutdown of the real processes, as an operator meets them: a database or Redis that
@@ -100,13 +101,6 @@ function groupAlive(pgid: number): boolean {
   }
 }
 
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 /** Whether something accepts TCP connections on 127.0.0.1:port. */
 async function accepts(port: number): Promise<boolean> {
@@ -137,22 +131,6 @@ function expectOneLine(p: Started, pattern: RegExp, secrets: string[] = []): voi
   for (const s of secrets) expect(stderr).not.toContain(s);
 }
 
-/** A "service" that accepts connections and never says a word. */
-async function silentServer(): Promise<{ port: number; close(): Promise<void> }> {
-  const sockets = new Set<net.Socket>();
-  const server = net.createServer((s) => {
-    sockets.add(s);
-    s.on('close', () => sockets.delete(s));
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    port: (server.address() as net.AddressInfo).port,
-    close: async () => {
-      for (const s of sockets) s.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
-  };
-}
 
 let database: { url: string; drop: () => Promise<void> };
 const redisUrl = inject('redisUrl');
@@ -193,7 +171,7 @@ describe.concurrent('start-up failures are one line and exit 1', { timeout: 60_0
   });
 
   it('npm start with a Redis that accepts and never answers gives up after a bounded wait', async () => {
-    const silent = await silentServer();
+    const silent = await startSilentServer();
     try {
       const { p, exit } = await runToExit(SCRIPTS.start!, { ...configured, DATABASE_URL: database.url, REDIS_URL: `redis://127.0.0.1:${silent.port}`, SKIP_MIGRATIONS: '1' });
       expect(exit).toEqual({ code: 1, signal: null });
