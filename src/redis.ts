@@ -86,12 +86,3 @@ export function isRedisUnavailable(err: unknown): boolean {
 
 export const redisUnavailable = (cause?: unknown): AppError =>
   new AppError(503, 'service_unavailable', 'A backing service is unreachable; retry shortly.', [], {}, { 'Retry-After': '5' }, cause === undefined ? {} : { cause });
-
-/** Resolves when Redis answers a PING within REDIS_REQUEST_TIMEOUT_MS; 503 otherwise. */
-export async function assertRedisReachable(redis: Redis): Promise<void> {
-  try {
-    await redis.ping();
-  } catch (err) {
-    throw redisUnavailable(err);
-  }
-}

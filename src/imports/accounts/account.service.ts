@@ -123,10 +123,12 @@ export function createAccountService(deps: AccountServiceDeps) {
   const schema = makeAccountDataSchema(() => utcDate(deps.clock.now()));
 
   // The validate endpoint's reads outside any transaction: concurrent requests share each query.
-  const supplierByCode = batchedLookup<string, ImportSupplier>(async (codes) => {
+  const suppliersByCode = batchedLookup<string, ImportSupplier>(async (codes) => {
     const rows = await deps.db.selectFrom('import_suppliers').selectAll().where(sql<boolean>`code = any(${[...codes]}::text[])`).execute();
     return new Map(rows.map((r) => [r.code, r]));
   });
+  // As findSupplierByCode: a supplier the request's API key does not reach is one that does not exist.
+  const supplierByCode = async (code: string): Promise<ImportSupplier | undefined> => (reaches(code) ? suppliersByCode(code) : undefined);
   const claimantOf = batchedLookup<string, MeterPointClaimant>(async (identifiers) => findMeterPointClaimants(deps.db, identifiers));
 
   /**
@@ -139,7 +141,7 @@ export function createAccountService(deps: AccountServiceDeps) {
     const rawSupplier = (input as { import_supplier?: unknown } | null)?.import_supplier;
     let supplier: ImportSupplier | undefined;
     if (typeof rawSupplier === 'string' && rawSupplier !== '') {
-      supplier = known?.code === rawSupplier ? known : db === deps.db ? (reaches(rawSupplier) ? await supplierByCode(rawSupplier) : undefined) : await findSupplierByCode(db, rawSupplier);
+      supplier = known?.code === rawSupplier ? known : db === deps.db ? await supplierByCode(rawSupplier) : await findSupplierByCode(db, rawSupplier);
       if (!supplier) items.push(supplierNotFound(rawSupplier, 'import_supplier').errors[0]!);
     }
     if (parsed.success && supplier) {
