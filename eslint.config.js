@@ -14,7 +14,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ['src/cli/**', 'bench/**', 'scripts/**'],
+    files: ['src/cli/**', 'src/contract/extract.ts', 'src/contract/generate.ts', 'bench/**'],
     rules: { 'no-console': 'off' },
   },
 );

@@ -700,11 +700,13 @@ describe('datetimes', () => {
     ['2026-01-01T10:00:00.5Z', '2026-01-01T10:00:00.500Z'],
     ['2026-01-01T10:00:00.123456+00:00', '2026-01-01T10:00:00.123Z'],
     ['2024-02-29T00:30:00+01:00', '2024-02-28T23:30:00Z'],
+    // decisions §1: a bare date means midnight UTC.
+    ['2012-01-01', '2012-01-01T00:00:00Z'],
   ])('normalises %s to %s', (input, expected) => {
     expect(datetimeString.parse(input)).toBe(expected);
   });
 
-  it.each(['2026-01-01T10:00:00', '2026-01-01', '2026-02-30T10:00:00Z', '2026-01-01T24:00:00Z', '2026-01-01 10:00:00Z', 'soon'])(
+  it.each(['2026-01-01T10:00:00', '2026-02-30', '2026-02-30T10:00:00Z', '2026-01-01T24:00:00Z', '2026-01-01 10:00:00Z', 'soon'])(
     'rejects %j as invalid_datetime',
     (bad) => {
       const result = datetimeString.safeParse(bad);

@@ -121,10 +121,13 @@ export function parseIsoDatetime(s: string): Date | undefined {
 }
 
 /**
- * An ISO 8601 datetime carrying `Z` or an offset (`invalid_datetime` otherwise), normalised to UTC:
+ * An ISO 8601 datetime carrying `Z` or an offset, or a bare date (midnight UTC); `invalid_datetime`
+ * otherwise, including a time without a zone. Normalised to UTC:
  * `YYYY-MM-DDTHH:MM:SSZ`, or `YYYY-MM-DDTHH:MM:SS.sssZ` when the input had a fraction.
  */
 export const datetimeString = z.string().transform((s, ctx) => {
+  // A bare date means midnight UTC (decisions §1): the published examples send them.
+  if (isCalendarDate(s)) return `${s}T00:00:00Z`;
   const parsed = parseDatetimeParts(s);
   if (!parsed) {
     addCodedIssue(ctx, 'invalid_datetime', 'Enter a valid datetime in ISO 8601 format with Z or a UTC offset (YYYY-MM-DDTHH:MM:SSZ).');

@@ -106,7 +106,12 @@ describe('notes: creation and dedupe', () => {
     expect(res.json()).toEqual([{ created_at: '2025-07-01T07:00:00Z', body: 'Offset note', status: 'NOTE_CREATION_SUCCESS' }]);
   });
 
-  it.each([['2025-01-01T10:00:00'], ['2025-01-01'], ['2025-02-30T10:00:00Z'], ['not a date']])(
+  it('reads a bare created_at date as midnight UTC, as the published examples send it (decisions §1)', async () => {
+    const res = await postNotes('N-ORDER', [{ body: 'Bare date', created_at: '2025-01-01' }]);
+    expect(res.json()).toEqual([{ created_at: '2025-01-01T00:00:00Z', body: 'Bare date', status: 'NOTE_CREATION_SUCCESS' }]);
+  });
+
+  it.each([['2025-01-01T10:00:00'], ['2025-02-30'], ['2025-02-30T10:00:00Z'], ['not a date']])(
     'refuses created_at %j with invalid_datetime at notes.N.created_at',
     async (created_at) => {
       const res = await postNotes('N-ORDER', [{ body: 'ok' }, { body: 'dated', created_at }]);
