@@ -2,6 +2,7 @@ import type { Redis } from 'ioredis';
 import type { Kysely } from 'kysely';
 import type pg from 'pg';
 import { systemClock, type Clock } from './clock.js';
+import { createReferenceData, type ReferenceData } from './imports/reference/reference.service.js';
 import type { Config } from './config.js';
 import { createDb } from './db/create-db.js';
 import type { Database } from './db/database.js';
@@ -37,6 +38,8 @@ export interface Deps {
   readonly inProgress: InProgressMarkers;
   readonly documents: DocumentStore;
   readonly vendors: PaymentVendorClient;
+  /** The deployment's reference lists (decisions §6), cached and reloaded when an operator changes them. */
+  readonly reference: ReferenceData;
   /** The BullMQ queues (producers only; workers are created by the worker entry points). */
   readonly queues: Queues;
   /** Closes every connection; each step runs even when another fails. Idempotent. */
@@ -59,6 +62,14 @@ export function createDeps(config: Config, overrides: DepsOverrides = {}): Deps 
     preparedStatements: config.databasePreparedStatements,
     onPoolError: (err) => log.warn({ err }, 'idle PostgreSQL client error'),
   });
+  // The reference lists reload on their own connection: a request checking a payload may already hold
+  // a transaction from the main pool, and with every pooled connection held that way a reload waiting
+  // for one more would wait for ever.
+  const referenceDb = createDb(config.databaseUrl, {
+    max: 1,
+    preparedStatements: config.databasePreparedStatements,
+    onPoolError: (err) => log.warn({ err }, 'idle PostgreSQL client error (reference lists)'),
+  }).db;
   const connections = createRedisConnections(config.redisUrl, log);
   const redis = connections.requests;
   const permits = createProcessPermits(redis, {
@@ -85,7 +96,7 @@ export function createDeps(config: Config, overrides: DepsOverrides = {}): Deps 
     closing ??= (async () => {
       documents.close();
       await closeQueues(queues);
-      const results = await Promise.allSettled([db.destroy(), connections.quit()]);
+      const results = await Promise.allSettled([db.destroy(), referenceDb.destroy(), connections.quit()]);
       for (const r of results) if (r.status === 'rejected') log.warn({ err: r.reason }, 'error while closing');
     })();
     return closing;
@@ -103,6 +114,7 @@ export function createDeps(config: Config, overrides: DepsOverrides = {}): Deps 
     inProgress,
     documents,
     vendors,
+    reference: createReferenceData(referenceDb),
     queues,
     close,
   };

@@ -72,10 +72,10 @@ async function writeAccount(w: Writer, b: AccountBundle, ids: { supplier: string
     const accountId = account!.id;
     await w.insert(
       'customers',
-      ['account_id', 'position', 'title', 'given_name', 'family_name', 'email', 'mobile', 'landline', 'date_of_birth', 'opted_into_marketing', 'opted_into_updates'],
+      ['account_id', 'position', 'title', 'given_name', 'family_name', 'email', 'mobile', 'landline', 'date_of_birth', 'opted_into_offers', 'opted_into_updates'],
       a.customers.map((c, i) => {
         const prefs = (c.customer_preferences ?? {}) as Json;
-        return [accountId, i, s(c.title), c.given_name, c.family_name, s(c.email), s(c.mobile), s(c.landline), s(c.date_of_birth), prefs.opted_into_marketing ?? null, prefs.opted_into_updates ?? null];
+        return [accountId, i, s(c.title), c.given_name, c.family_name, s(c.email), s(c.mobile), s(c.landline), s(c.date_of_birth), prefs.opted_into_offers ?? null, prefs.opted_into_updates ?? null];
       }),
     );
     const addresses = await w.insert<{ id: string; position: number }>(
@@ -88,18 +88,18 @@ async function writeAccount(w: Writer, b: AccountBundle, ids: { supplier: string
     const points = a.supply_addresses.flatMap((sa, i) => sa.meter_points.map((mp) => ({ mp, addressId: addressId.get(i)! })));
     const meterPoints = await w.insert<{ id: string; identifier: string }>(
       'meter_points',
-      ['account_id', 'supply_address_id', 'supply_type', 'identifier', 'supply_start_date'],
-      points.map(({ mp, addressId: sa }) => [accountId, sa, mp.supply_type, mp.identifier, mp.supply_start_date]),
+      ['account_id', 'supply_address_id', 'supply_type', 'identifier', 'supply_start_date', 'mpid', 'shipper_mpid', 'profile_class', 'ssc'],
+      points.map(({ mp, addressId: sa }) => [accountId, sa, mp.supply_type, mp.identifier, mp.supply_start_date, s(mp.mpid), s(mp.shipper_mpid), mp.profile_class ?? null, s(mp.ssc)]),
       'id, identifier',
     );
     const pointId = new Map(meterPoints.map((r) => [r.identifier, r.id]));
-    await w.insert('meters', ['meter_point_id', 'serial_number'], points.flatMap(({ mp }) => (mp.meters ?? []).map((m) => [pointId.get(String(mp.identifier)), m.serial_number])));
+    await w.insert('meters', ['meter_point_id', 'meter_serial_number'], points.flatMap(({ mp }) => (mp.meters ?? []).map((m) => [pointId.get(String(mp.identifier)), m.meter_serial_number])));
     await w.insert(
       'agreements',
       ['meter_point_id', 'tariff_code', 'effective_from', 'effective_to'],
       points.flatMap(({ mp }) => (mp.agreements ?? []).map((ag) => [pointId.get(String(mp.identifier)), ag.tariff_code, ag.effective_from, s(ag.effective_to)])),
     );
-    await w.insert('account_metadata', ['account_id', 'key', 'value'], (a.metadata ?? []).map((m) => [accountId, m.key, m.value]));
+    await w.insert('account_metadata', ['account_id', 'key', 'value'], (a.metadata ?? []).map((m) => [accountId, m.key, JSON.stringify(m.value ?? null)]));
     const [process] = await w.insert<{ id: string }>(
       'account_import_processes',
       ['import_supplier_id', 'external_account_number', 'payload', 'staged_at', 'account_id'],

@@ -9,7 +9,11 @@ import { createDb } from '../db/create-db.js';
 import type { Db } from '../db/database.js';
 import { ensureDatabase, migrate } from '../db/migrator.js';
 import { AppError } from '../errors.js';
+import { readAccountTree } from '../imports/accounts/account-tree.repository.js';
 import { markToSkip } from '../imports/accounts/account.repository.js';
+import { accountView } from '../imports/accounts/account-view.js';
+import { addReferenceValue, listReferenceValues, retireReferenceValue } from '../imports/reference/reference.repository.js';
+import { isReferenceKind, REFERENCE_KINDS, type ReferenceKind } from '../imports/reference/reference.seed.js';
 import { findSupplierByCode } from '../imports/suppliers/supplier.repository.js';
 import { createSupplier, listSuppliers, parseSupplierStatus, setSupplierStatus } from '../imports/suppliers/supplier.service.js';
 import { createTeam, listTeams } from '../imports/teams/team.service.js';
@@ -208,9 +212,65 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
       }),
     );
 
-  program
-    .command('account')
-    .description('Individual account imports.')
+  const reference = program
+    .command('reference')
+    .description(`The platform's reference lists (decisions §6): ${REFERENCE_KINDS.join(', ')}. Servers pick up a change within a second.`);
+  const kindArg = (kind: string): ReferenceKind => {
+    const upper = kind.toUpperCase();
+    if (!isReferenceKind(upper)) throw new UsageError(`unknown reference list '${kind}'; one of ${REFERENCE_KINDS.join(', ')}`);
+    return upper;
+  };
+  reference
+    .command('list')
+    .description('List the values of one list, or of all: value, where it came from, and whether it is retired.')
+    .argument('[kind]', 'a list name, for example CHARGE_REASON')
+    .action((kind?: string) =>
+      withDb(async (db) => {
+        const rows = await listReferenceValues(db, kind === undefined ? undefined : kindArg(kind));
+        for (const r of rows) out(`${r.kind}\t${r.value === '' ? '""' : r.value}\t${r.source}${r.retired_at ? `\tretired ${formatDatetime(r.retired_at)}` : ''}`);
+      }),
+    );
+  reference
+    .command('add')
+    .description('Add a value to a list, or take a retired one back into use.')
+    .argument('<kind>', 'a list name')
+    .argument('<value>', 'the value, as clients will send it')
+    .action((kind: string, value: string) =>
+      withDb(async (db) => {
+        const k = kindArg(kind);
+        if (value.length > 255) throw new UsageError('a reference value is at most 255 characters');
+        out((await addReferenceValue(db, k, value)) ? `added ${k} ${JSON.stringify(value)}` : `${k} ${JSON.stringify(value)} is already in use`);
+      }),
+    );
+  reference
+    .command('retire')
+    .description('Retire a value: new requests using it are refused (invalid_choice); what was imported with it keeps it.')
+    .argument('<kind>', 'a list name')
+    .argument('<value>', 'the value')
+    .action((kind: string, value: string) =>
+      withDb(async (db) => {
+        const k = kindArg(kind);
+        if (!(await retireReferenceValue(db, k, value))) throw new CliFailure(`${k} has no value ${JSON.stringify(value)} in use.`);
+        out(`retired ${k} ${JSON.stringify(value)}`);
+      }),
+    );
+
+  const account = program.command('account').description('Individual account imports.');
+  account
+    .command('show')
+    .description('Print an imported account as stored, as JSON: its fields, customers, supply addresses, meter points with meters, registers, readings and agreements, the counts of its history, and the data it was created from.')
+    .argument('<supplier>', 'supplier code')
+    .argument('<external_account_number>', "the account's number at the supplier")
+    .action((supplierCode: string, external: string) =>
+      withDb(async (db) => {
+        const s = await findSupplierByCode(db, supplierCode);
+        if (!s) throw new CliFailure(`Import supplier '${supplierCode}' does not exist.`);
+        const rows = await readAccountTree(db, s.id, external);
+        if (!rows) throw new CliFailure(`Account '${external}' of supplier '${s.code}' has not been imported.`);
+        out(JSON.stringify(accountView(s.code, rows), null, 2));
+      }),
+    );
+  account
     .command('skip')
     .description('Mark an account to be skipped: staging and processing it are refused from then on.')
     .argument('<supplier>', 'supplier code')

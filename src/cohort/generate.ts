@@ -1,7 +1,11 @@
-import { fakerEN_GB, type Faker } from '@faker-js/faker';
-import { isValidPhoneNumber } from 'libphonenumber-js/max';
+import { base, en, en_GB, Faker } from '@faker-js/faker';
 import { addDaysUtc } from '../clock.js';
-import { mpanCheckDigit } from '../imports/shared/fields.js';
+import { money, transaction } from './extras.js';
+import { MISTAKES, NEEDS_DOMESTIC, plantMistake, type Mistake } from './mistakes.js';
+import { business as businessParty, customer, ukAddress } from './people.js';
+import { electricityPoint, gasPoint, mpanFor, mprnFor } from './supply.js';
+
+export type { Mistake } from './mistakes.js';
 
 /** One line of a cohort file: an account and the history to import onto it. */
 export interface AccountBundle {
@@ -19,9 +23,6 @@ export interface GeneratedAccount {
   /** The mistake planted in this bundle, if any (for tests and the demo's summary). */
   mistake: Mistake | null;
 }
-
-export type Mistake = 'invalid_postcode' | 'invalid_phone_number' | 'invalid_mpan' | 'required' | 'date_in_future' | 'unknown_field';
-const MISTAKES: readonly Mistake[] = ['invalid_postcode', 'invalid_phone_number', 'invalid_mpan', 'required', 'date_in_future', 'unknown_field'];
 
 export interface CohortOptions {
   count: number;
@@ -41,199 +42,126 @@ export interface CohortOptions {
   statements?: number;
 }
 
-// Real outward codes; inward codes are a digit and two letters from the set Royal Mail uses.
-const OUTWARD = ['NW1', 'SW1A', 'EC1A', 'M1', 'M14', 'B3', 'LS1', 'L1', 'BS1', 'CF10', 'EH1', 'G2', 'NE1', 'S1', 'NG1', 'OX1', 'CB2', 'BN1', 'PL1', 'YO1'];
-const INWARD_LETTERS = 'ABDEFGHJLNPQRSTUWXYZ';
-const TARIFFS = ['E-1R-VAR-22-11-01-C', 'E-1R-FIX-12M-24-03-01-C', 'G-1R-VAR-22-11-01-C'];
-const MINIMAL_PDF = (title: string) =>
-  Buffer.from(`%PDF-1.4\n1 0 obj << /Type /Catalog >> endobj\n% ${title}\ntrailer << /Root 1 0 R >>\n%%EOF\n`);
+const MINIMAL_PDF = (title: string) => Buffer.from(`%PDF-1.4\n1 0 obj << /Type /Catalog >> endobj\n% ${title}\ntrailer << /Root 1 0 R >>\n%%EOF\n`);
 
 /**
- * A realistic UK cohort, valid by construction except for the requested share of mistakes.
- * Deterministic for a seed, and lazy, so a million-line cohort never sits in memory.
+ * A realistic UK cohort in the published EnergyAccount form, valid by construction except for the
+ * requested share of mistakes. Deterministic for a seed, and lazy, so a million-line cohort never
+ * sits in memory.
+ *
+ * Every account is dual fuel at one supply address. Its dates run in order: the customer moved in,
+ * then joined (date_of_sale), supply started a few weeks later (agreements start with it), meter
+ * reads every quarter, the last statement closed weeks before `today`, and billing stopped the day
+ * after it (last_billed_to_date): every transfer reading is taken that day, every EAC and AQ is in
+ * force by then, and the open period's transactions follow it.
  */
 export function* generateCohort(opts: CohortOptions): Generator<GeneratedAccount> {
-  const f: Faker = fakerEN_GB;
-  f.seed(opts.seed ?? 1);
+  const seed = opts.seed ?? 1;
+  // Own instances, not faker's shared one: two cohorts generated side by side stay deterministic.
+  const f = new Faker({ locale: [en_GB, en, base], seed });
+  // Which lines are spoiled comes from a stream of its own, so it does not shift when the accounts
+  // gain fields; the kinds take turns, so any cohort with enough mistakes has every kind.
+  const spoil = new Faker({ locale: [base], seed: seed + 0x5eed });
+  let planted = 0;
   const prefix = opts.prefix ?? opts.supplier;
   // Meter identifiers must be unique across every cohort in the database, not just this one.
-  const base = cohortBase(`${prefix}:${opts.seed ?? 1}`);
+  const serialBase = cohortBase(`${prefix}:${seed}`);
   for (let i = 0; i < opts.count; i++) {
+    const mistake = spoil.number.float() < (opts.invalidRate ?? 0) ? MISTAKES[planted++ % MISTAKES.length]! : null;
     const ext = `${prefix}-${String(i + 1).padStart(7, '0')}`;
-    const given = f.person.firstName();
-    const family = f.person.lastName();
-    const postcode = ukPostcode(f);
-    const street = f.location.streetAddress();
-    const town = f.location.city();
-    const closing = addDaysUtc(opts.today, -f.number.int({ min: 20, max: 40 }));
-    const saleDate = addDaysUtc(opts.today, -f.number.int({ min: 400, max: 2000 }));
-    const meterSerial = base + i;
-    const mpan = mpanFor(meterSerial);
-    const account: Record<string, unknown> = {
-      import_supplier: opts.supplier,
-      external_account_number: ext,
-      account_type: f.number.int(10) === 0 ? 'BUSINESS' : 'DOMESTIC',
-      billing_name: `${given} ${family}`,
-      billing_address1: street,
-      billing_address2: town,
-      billing_postcode: postcode,
-      billing_email: f.internet.email({ firstName: given, lastName: family, provider: 'example.com' }),
-      communication_preference: f.number.int(4) === 0 ? 'PRINT' : 'ONLINE',
-      date_of_sale: saleDate,
-      transfer_balance: money(f, -300, 300),
-      last_statement_closing_date: closing,
-      account_billing_options: { period_length: 'MONTHLY', period_start_day: f.number.int({ min: 1, max: 28 }) },
-      customers: [
-        {
-          title: f.helpers.arrayElement(['Mr', 'Mrs', 'Ms', 'Mx', 'Dr']),
-          given_name: given,
-          family_name: family,
-          email: f.internet.email({ firstName: given, lastName: family, provider: 'example.org' }),
-          mobile: ukMobile(f),
-          landline: ukLandline(f),
-          date_of_birth: addDaysUtc(opts.today, -f.number.int({ min: 18 * 366, max: 90 * 365 })),
-          customer_preferences: { opted_into_marketing: f.datatype.boolean(), opted_into_updates: true },
-        },
-      ],
-      supply_addresses: [
-        {
-          supply_address1: street,
-          supply_address2: town,
-          supply_postcode: postcode,
-          customer_at_supply_address_from_date: saleDate,
-          meter_points: [
-            {
-              supply_type: 'ELECTRICITY',
-              identifier: mpan,
-              supply_start_date: saleDate,
-              meters: [{ serial_number: `E${f.string.alphanumeric({ length: 9, casing: 'upper' })}` }],
-              agreements: [{ tariff_code: f.helpers.arrayElement(TARIFFS.slice(0, 2)), effective_from: saleDate }],
-            },
-            {
-              supply_type: 'GAS',
-              identifier: String(1_000_000_000 + (meterSerial % 8_999_999_999)),
-              supply_start_date: saleDate,
-              meters: [{ serial_number: `G${f.string.alphanumeric({ length: 9, casing: 'upper' })}` }],
-            },
-          ],
-        },
-      ],
-      metadata: [{ key: 'legacy_account_id', value: `L${i + 1}` }],
-    };
-
-    const openStart = addDaysUtc(closing, 1);
-    const documents: GeneratedAccount['documents'] = [];
-    const statements = Array.from({ length: opts.statements ?? 2 }, (_, s) => {
-      const to = addDaysUtc(closing, -31 * s);
-      const from = addDaysUtc(to, -30);
-      const path = `statements/${ext}/${to}.pdf`;
-      documents.push({ path, body: MINIMAL_PDF(`${ext} ${from}..${to}`) });
-      return { bill_period_from_date: from, bill_period_to_date: to, statement_id: `${ext}-S${s + 1}`, issued_date: addDaysUtc(to, 2), number: `INV-${i + 1}-${s + 1}`, gross_amount: money(f, 20, 250), statement_path: path };
-    });
-    const notes = Array.from({ length: opts.notes ?? 3 }, (_, n) => ({
-      body: `${f.helpers.arrayElement(['Called about', 'Emailed about', 'Wrote about'])} ${f.helpers.arrayElement(['a meter reading', 'their tariff', 'a direct debit change', 'moving home'])} (${n + 1}).`,
-      created_at: `${addDaysUtc(closing, -n * 15)}T10:${String(10 + n).padStart(2, '0')}:00Z`,
-      ...(n === 0 ? { is_pinned: true, unpin_at: `${addDaysUtc(opts.today, 60)}T00:00:00Z` } : {}),
-    }));
-    const transactions = Array.from({ length: opts.transactions ?? 10 }, (_, t) => transaction(f, ext, t, openStart, opts.today));
-
-    const bundle: AccountBundle = { account, notes, transactions, statements };
-    if (opts.vendor) {
-      const type = f.number.int(3) === 0 ? 'CARD' : 'DIRECT_DEBIT';
-      bundle.payment_instruction = { vendor: opts.vendor, reference: `${type === 'CARD' ? 'CARD' : 'DD'}-${ext}`, type };
-    }
-    const mistake = f.number.float() < (opts.invalidRate ?? 0) ? f.helpers.arrayElement(MISTAKES) : null;
-    if (mistake) plantMistake(account, mistake, opts.today);
-    yield { bundle, documents, mistake };
+    const generated = account(f, { ...opts, ext, serial: serialBase + i, index: i, forceDomestic: mistake !== null && NEEDS_DOMESTIC.has(mistake) });
+    if (mistake) plantMistake(generated.bundle.account, mistake, opts.today);
+    yield { ...generated, mistake };
   }
 }
 
-function transaction(f: Faker, ext: string, t: number, openStart: string, today: string): Record<string, unknown> {
-  const id = `${ext}-T${String(t + 1).padStart(3, '0')}`;
-  // Most fall inside the open period; one in five predates it and will be moved on import.
-  const date = t % 5 === 4 ? addDaysUtc(openStart, -10) : openStart <= today ? openStart : today;
-  switch (t % 4) {
-    case 0:
-      return { transaction_id: id, transaction_date: date, amount: money(f, 5, 150), type: 'CHARGE', reason: 'IMPORTED_CHARGE', display_note: 'Imported charge' };
-    case 1:
-      return { transaction_id: id, transaction_date: date, amount: money(f, 5, 150), type: 'PAYMENT', reason: 'ACCOUNT_CHARGE_PAYMENT', payment_type: 'DD_REGULAR_COLLECTION', reference: `PAY-${id}` };
-    case 2:
-      return { transaction_id: id, transaction_date: date, amount: money(f, 1, 30), type: 'CREDIT', reason: 'GOODWILL_PAYMENT', note: 'Goodwill gesture' };
-    default: {
-      const units = f.number.int({ min: 80, max: 600 });
-      const price = '0.2475';
-      const net = (units * 2475 / 10000).toFixed(4); // integer arithmetic on ten-thousandths: exact
-      return {
-        transaction_id: id,
-        transaction_date: date,
-        amount: net,
-        type: 'SUPPLY_CHARGE',
-        product_code: 'E-1R-VAR-22-11-01-C',
-        line_items: [{ rate_band: 'CONSUMPTION_STANDARD', start_date: addDaysUtc(date, -30), end_date: date, number_of_units: String(units), net_amount: net, price_per_unit: price }],
-        tax_items: [{ amount: '0.00', tax_type: 'VAT', value_taxed: net, rate: '0.05', unit_type: 'PROPORTION' }],
-      };
-    }
+interface AccountOptions extends CohortOptions {
+  ext: string;
+  serial: number;
+  index: number;
+  forceDomestic: boolean;
+}
+
+function account(f: Faker, o: AccountOptions): Omit<GeneratedAccount, 'mistake'> {
+  const isBusiness = !o.forceDomestic && f.number.int(9) === 0;
+  const home = ukAddress(f);
+  const billingAddress = isBusiness && f.number.int(3) === 0 ? ukAddress(f) : home;
+
+  // The account's dates, oldest first.
+  const closing = addDaysUtc(o.today, -f.number.int({ min: 20, max: 40 }));
+  const lastBilledTo = addDaysUtc(closing, 1);
+  const saleDate = addDaysUtc(o.today, -f.number.int({ min: 400, max: 2000 }));
+  const supplyStart = addDaysUtc(saleDate, f.number.int({ min: 14, max: 28 }));
+  const movedIn = addDaysUtc(saleDate, -f.number.int({ min: 0, max: 3000 }));
+  const dates = { supplyStart, lastBilledTo };
+
+  const elec = electricityPoint(f, mpanFor(o.serial, home.region), { region: home.region, business: isBusiness, dates });
+  const gas = gasPoint(f, mprnFor(o.serial), { region: home.region, business: isBusiness, dates });
+
+  const customerOptions = { today: o.today, fuels: ['ELECTRICITY', 'GAS'] as const, since: movedIn, until: lastBilledTo };
+  const party = isBusiness ? businessParty(f) : null;
+  // A business contact always gives an office number; two in three households still have a landline.
+  const holder = customer(f, { ...customerOptions, withPsr: !isBusiness && f.number.int(7) === 0, landline: isBusiness || f.number.int(3) > 0 });
+  const customers = [holder];
+  // Some homes are in joint names.
+  if (!isBusiness && f.number.int(8) === 0) {
+    customers.push(customer(f, { ...customerOptions, withPsr: false, landline: false, ...(f.datatype.boolean() ? { familyName: String(holder.family_name) } : {}) }));
   }
-}
+  const holderName = `${String(holder.given_name)} ${String(holder.family_name)}`;
+  const billingName = party ? party.name : customers.length > 1 ? `${holderName} and ${String(customers[1]!.given_name)} ${String(customers[1]!.family_name)}` : holderName;
 
-function plantMistake(account: Record<string, unknown>, mistake: Mistake, today: string): void {
-  const customer = (account.customers as Array<Record<string, unknown>>)[0]!;
-  const meterPoint = (account.supply_addresses as Array<{ meter_points: Array<Record<string, unknown>> }>)[0]!.meter_points[0]!;
-  switch (mistake) {
-    case 'invalid_postcode':
-      account.billing_postcode = 'XX1 1XXX';
-      break;
-    case 'invalid_phone_number':
-      customer.landline = '0123';
-      break;
-    case 'invalid_mpan': {
-      const id = String(meterPoint.identifier);
-      meterPoint.identifier = id.slice(0, 12) + String((Number(id[12]) + 1) % 10);
-      break;
-    }
-    case 'required':
-      delete customer.family_name;
-      break;
-    case 'date_in_future':
-      customer.date_of_birth = addDaysUtc(today, 30);
-      break;
-    case 'unknown_field':
-      account.loyalty_points = 120;
-      break;
+  const account: Record<string, unknown> = {
+    import_supplier: o.supplier,
+    external_account_number: o.ext,
+    account_type: isBusiness ? 'BUSINESS' : 'DOMESTIC',
+    billing_name: billingName,
+    billing_address1: billingAddress.line1,
+    billing_address2: billingAddress.town,
+    billing_postcode: billingAddress.postcode,
+    billing_email: f.internet.email({ firstName: String(holder.given_name), lastName: String(holder.family_name), provider: 'example.com' }).toLowerCase(),
+    communication_preference: f.number.int(4) === 0 ? 'PRINT' : 'ONLINE',
+    sales_channel: isBusiness ? f.helpers.arrayElement(['DIRECT', 'BROKER', 'TELESALES']) : f.helpers.arrayElement(['DIRECT', 'DIRECT', 'PRICE_COMPARISON', 'TELESALES', 'MOVE_IN']),
+    date_of_sale: saleDate,
+    transfer_balance: money(f, -300, 300),
+    last_statement_closing_date: closing,
+    last_billed_to_date: lastBilledTo,
+    // The document allows billing options on business accounts only.
+    ...(party ? { account_billing_options: { period_length: 'MONTHLY', period_start_day: f.number.int({ min: 1, max: 28 }) }, business: party.details } : {}),
+    customers,
+    supply_addresses: [
+      {
+        supply_address1: home.line1,
+        supply_address2: home.town,
+        supply_postcode: home.postcode,
+        customer_at_supply_address_from_date: movedIn,
+        meter_points: [elec.point, gas.point],
+      },
+    ],
+    metadata: [{ key: 'legacy_account_id', value: `L${o.index + 1}` }],
+  };
+
+  const documents: GeneratedAccount['documents'] = [];
+  const statements = Array.from({ length: o.statements ?? 2 }, (_, s) => {
+    const to = addDaysUtc(closing, -31 * s);
+    const from = addDaysUtc(to, -30);
+    const path = `statements/${o.ext}/${to}.pdf`;
+    documents.push({ path, body: MINIMAL_PDF(`${o.ext} ${from}..${to}`) });
+    return { bill_period_from_date: from, bill_period_to_date: to, statement_id: `${o.ext}-S${s + 1}`, issued_date: addDaysUtc(to, 2), number: `INV-${o.index + 1}-${s + 1}`, gross_amount: money(f, 20, 250), statement_path: path };
+  });
+  const notes = Array.from({ length: o.notes ?? 3 }, (_, n) => ({
+    body: `${f.helpers.arrayElement(['Called about', 'Emailed about', 'Wrote about'])} ${f.helpers.arrayElement(['a meter reading', 'their tariff', 'a direct debit change', 'moving home'])} (${n + 1}).`,
+    created_at: `${addDaysUtc(closing, -n * 15)}T10:${String(10 + n).padStart(2, '0')}:00Z`,
+    ...(n === 0 ? { is_pinned: true, unpin_at: `${addDaysUtc(o.today, 60)}T00:00:00Z` } : {}),
+  }));
+  const context = { ext: o.ext, openStart: lastBilledTo, today: o.today, electricity: elec, gas };
+  const transactions = Array.from({ length: o.transactions ?? 10 }, (_, t) => transaction(f, t, context));
+
+  const bundle: AccountBundle = { account, notes, transactions, statements };
+  if (o.vendor) {
+    const type = f.number.int(3) === 0 ? 'CARD' : 'DIRECT_DEBIT';
+    bundle.payment_instruction = { vendor: o.vendor, reference: `${type === 'CARD' ? 'CARD' : 'DD'}-${o.ext}`, type };
   }
-}
-
-/** Decimal strings from whole pennies: never a float in the money. */
-const money = (f: Faker, min: number, max: number): string => {
-  const pence = f.number.int({ min: min * 100, max: max * 100 });
-  const sign = pence < 0 ? '-' : '';
-  const abs = Math.abs(pence);
-  return `${sign}${Math.floor(abs / 100)}.${String(abs % 100).padStart(2, '0')}`;
-};
-
-function ukPostcode(f: Faker): string {
-  const inward = `${f.number.int(9)}${f.helpers.arrayElement([...INWARD_LETTERS])}${f.helpers.arrayElement([...INWARD_LETTERS])}`;
-  return `${f.helpers.arrayElement(OUTWARD)} ${inward}`;
-}
-
-function ukMobile(f: Faker): string {
-  for (;;) {
-    const n = `07${f.helpers.arrayElement(['4', '5', '7', '8', '9'])}${f.string.numeric(8)}`;
-    if (!n.startsWith('07700900') && isValidPhoneNumber(n, 'GB')) return `${n.slice(0, 5)} ${n.slice(5)}`;
-  }
-}
-
-function ukLandline(f: Faker): string {
-  for (;;) {
-    const n = `0161${f.helpers.arrayElement(['2', '3', '4', '5', '8'])}${f.string.numeric(6)}`;
-    if (isValidPhoneNumber(n, 'GB')) return `${n.slice(0, 4)} ${n.slice(4, 7)} ${n.slice(7)}`;
-  }
-}
-
-/** An MPAN core from a serial: distributor 10-23, ten digits of serial, a valid check digit. */
-function mpanFor(serial: number): string {
-  const first12 = `${10 + (serial % 14)}${String(serial % 10_000_000_000).padStart(10, '0')}`;
-  return first12 + String(mpanCheckDigit(first12));
+  return { bundle, documents };
 }
 
 /** Where a cohort's meter serials start: a hash of its prefix and seed (FNV-1a), times a wide stride. */

@@ -10,10 +10,12 @@ import { addCodedIssue } from '../imports/shared/validation.js';
 
 /** A string, optionally bounded in length. The document never forbids "" unless it says minLength. */
 export function text(limits: { maxLength?: number; minLength?: number } = {}) {
-  let s = z.string();
-  if (limits.minLength !== undefined) s = s.min(limits.minLength);
-  if (limits.maxLength !== undefined) s = s.max(limits.maxLength);
-  return s;
+  let bounded = z.string();
+  if (limits.minLength !== undefined) bounded = bounded.min(limits.minLength);
+  if (limits.maxLength !== undefined) bounded = bounded.max(limits.maxLength);
+  // zod runs length checks on any value with a .length, so a list sent for a string would also get
+  // a length error; the bounds run only once the value is known to be a string.
+  return limits.minLength === undefined && limits.maxLength === undefined ? z.string() : z.string().pipe(bounded);
 }
 
 /** An e-mail address (`invalid_email`), with the document's length bound checked first. */
@@ -52,10 +54,11 @@ export function decimal(limits: { integerDigits: number; fractionDigits: number 
 
 /** A JSON integer, optionally bounded (`min_value`, `max_value`). */
 export function integer(limits: { minimum?: number; maximum?: number } = {}) {
-  let n = z.number().int();
-  if (limits.minimum !== undefined) n = n.min(limits.minimum);
-  if (limits.maximum !== undefined) n = n.max(limits.maximum);
-  return n;
+  let bounded = z.number();
+  if (limits.minimum !== undefined) bounded = bounded.min(limits.minimum);
+  if (limits.maximum !== undefined) bounded = bounded.max(limits.maximum);
+  // As for text(): the bounds only once the value is known to be an integer.
+  return limits.minimum === undefined && limits.maximum === undefined ? z.number().int() : z.number().int().pipe(bounded);
 }
 
 export function boolean() {
@@ -75,15 +78,30 @@ export function anyValue() {
 export { choice };
 
 export function array<T extends z.ZodType>(item: T, limits: { minItems?: number; maxItems?: number } = {}) {
-  let a = z.array(item);
-  if (limits.minItems !== undefined) a = a.min(limits.minItems);
-  if (limits.maxItems !== undefined) a = a.max(limits.maxItems);
-  return a;
+  const { minItems, maxItems } = limits;
+  if (minItems === undefined && maxItems === undefined) return z.array(item);
+  // As for text(): zod would run a plain .min() on a string sent for the list too; this bound looks
+  // only at a value that is a list.
+  return z.array(item).check((payload) => {
+    const n = Array.isArray(payload.value) ? payload.value.length : undefined;
+    if (n === undefined) return;
+    if (minItems !== undefined && n < minItems) {
+      payload.issues.push({ code: 'too_small', origin: 'array', minimum: minItems, inclusive: true, input: payload.value, path: [], message: `Too few items (at least ${String(minItems)}).` });
+    }
+    if (maxItems !== undefined && n > maxItems) {
+      payload.issues.push({ code: 'too_big', origin: 'array', maximum: maxItems, inclusive: true, input: payload.value, path: [], message: `Too many items (at most ${String(maxItems)}).` });
+    }
+  });
 }
 
-/** An optional field, and a nullable one where the document says so. */
-export function optional<T extends z.ZodType>(schema: T, nullable: boolean) {
-  return nullable ? schema.nullable().optional() : schema.optional();
+/** A field that may be omitted. */
+export function optional<T extends z.ZodType>(schema: T) {
+  return schema.optional();
+}
+
+/** A field that may be omitted or null. */
+export function optionalNullable<T extends z.ZodType>(schema: T) {
+  return schema.nullable().optional();
 }
 
 export function nullable<T extends z.ZodType>(schema: T) {
@@ -114,7 +132,10 @@ export function oneOf<M extends Record<string, z.ZodType>>(property: string, map
     const result = branch.safeParse(value, { reportInput: true });
     if (result.success) return result.data as z.output<M[keyof M]>;
     for (const issue of result.error.issues) ctx.addIssue({ ...issue, input: (issue as { input?: unknown }).input } as z.core.$ZodRawIssue);
-    return z.NEVER;
+    // The value as given, not z.NEVER: the enclosing object's cross-field checks still see this
+    // entry (a repeated meter point is a duplicate even when another of its fields is wrong), and
+    // they look only at the fields that parsed.
+    return value as z.output<M[keyof M]>;
   });
 }
 
@@ -135,12 +156,31 @@ export type CrossRule = (value: unknown, ctx: CrossFieldContext) => void;
  */
 export interface ContractHooks {
   field<T extends z.ZodType>(at: string, schema: T): T;
+  /** A value of one of the deployment's reference lists (decisions §6): `invalid_choice` otherwise. */
+  reference(kind: string): z.ZodType<string>;
   object<S extends z.core.$ZodLooseShape>(name: string, shape: S): z.ZodObject<S, z.core.$strict>;
 }
 
 /** Hooks applying the given rules; locations are `Schema.property` (fields, lists) and `Schema` (objects). */
-export function makeHooks(rules: { values: ReadonlyMap<string, readonly ValueRule[]>; cross: ReadonlyMap<string, readonly CrossRule[]> }): ContractHooks {
+export function makeHooks(rules: {
+  values: ReadonlyMap<string, readonly ValueRule[]>;
+  cross: ReadonlyMap<string, readonly CrossRule[]>;
+  /** The values of a reference list as they stand when a request is checked. */
+  reference: (kind: string) => ReadonlySet<string>;
+}): ContractHooks {
   return {
+    reference(kind) {
+      return z.string().check((payload) => {
+        if (rules.reference(kind).has(payload.value)) return;
+        payload.issues.push({
+          code: 'custom',
+          message: `${JSON.stringify(payload.value.slice(0, 64))} is not one of this platform's values here (${kind.toLowerCase().replace(/_/g, ' ')}).`,
+          params: { code: 'invalid_choice' },
+          input: payload.value,
+          path: [],
+        });
+      });
+    },
     field(at, schema) {
       const values = rules.values.get(at) ?? [];
       const cross = rules.cross.get(at) ?? [];

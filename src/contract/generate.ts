@@ -53,6 +53,22 @@ export function readContract(): Contract {
   return JSON.parse(readFileSync(CONTRACT_FILE, 'utf8')) as Contract;
 }
 
+/** The names of the schemas reachable from `root`, itself included. */
+export function reachableSchemas(contract: Contract, root: string): Set<string> {
+  const seen = new Set([root]);
+  const todo = [root];
+  while (todo.length > 0) {
+    const s = contract.schemas[todo.pop() as string];
+    const refs = s?.oneOf ?? Object.values(s?.properties ?? {}).flatMap((p) => [p.ref, p.items?.ref]);
+    for (const r of refs) {
+      if (!r || seen.has(r)) continue;
+      seen.add(r);
+      todo.push(r);
+    }
+  }
+  return seen;
+}
+
 /** A TypeScript identifier for a schema name (`Gbr-gas.payment-methodCharacteristic` has dots and dashes). */
 export function identifier(name: string): string {
   return name.replace(/[^A-Za-z0-9_]/g, '_');
@@ -79,11 +95,31 @@ export const DEPLOYMENT_ENUMS: Record<string, string> = {
   'Transactions.import_supplier': 'suppliers',
   'AccountCampaign.campaign_name': 'campaigns',
   'AccountCampaign.slug': 'campaigns',
+  // Payment vendors are the deployment's configured vendors (each needs an address and credentials).
+  'LegacyPaymentInstruction.vendor': 'payment vendors',
+  'PaymentInstruction.vendor': 'payment vendors',
+};
+
+/**
+ * Enumerations that are each deployment's reference data (decisions §6): transaction reasons and
+ * payment types per transaction type, payment-instruction types and vendors. The published lists are
+ * written out as PUBLISHED_REFERENCE_VALUES, the seed of the service's reference tables.
+ */
+export const REFERENCE_ENUMS: Record<string, string> = {
+  'EnergyCharge.reason': 'CHARGE_REASON',
+  'EnergyCredit.reason': 'CREDIT_REASON',
+  'EnergyPayment.reason': 'PAYMENT_REASON',
+  'EnergyRepayment.reason': 'REPAYMENT_REASON',
+  'EnergyPayment.payment_type': 'PAYMENT_PAYMENT_TYPE',
+  'EnergyRepayment.payment_type': 'REPAYMENT_PAYMENT_TYPE',
+  'PaymentInstruction.type': 'PAYMENT_INSTRUCTION_TYPE',
+  'LegacyPaymentInstruction.type': 'PAYMENT_INSTRUCTION_TYPE',
 };
 
 function base(p: ContractProperty, at: string): string {
   if (p.ref) return identifier(p.ref);
   if (p.enum && at in DEPLOYMENT_ENUMS) return `b.text(${limits([['maxLength', p.maxLength ?? 255]])})`;
+  if (p.enum && at in REFERENCE_ENUMS) return `h.reference(${JSON.stringify(REFERENCE_ENUMS[at])})`;
   if (p.enum) return `b.choice(${JSON.stringify(p.enum.filter((v) => v !== null))})`;
   switch (p.type) {
     case 'array': {
@@ -131,7 +167,7 @@ function property(name: string, p: ContractProperty, schema: string, required: b
   const hooked = `h.field(${JSON.stringify(at)}, ${base(p, at)})`;
   const nullable = p.nullable === true || (p.enum?.includes(null) ?? false);
   if (required) return nullable ? `b.nullable(${hooked})` : hooked;
-  return `b.optional(${hooked}, ${String(nullable)})`;
+  return nullable ? `b.optionalNullable(${hooked})` : `b.optional(${hooked})`;
 }
 
 function dependencies(s: ContractSchema): string[] {
@@ -231,6 +267,18 @@ export function generate(contract: Contract): string {
   }
   lines.push(`  return { ${names.map((n) => (identifier(n) === n ? n : `${JSON.stringify(n)}: ${identifier(n)}`)).join(', ')} };`);
   lines.push('}', '', 'export type ContractSchemas = ReturnType<typeof buildContractSchemas>;', '');
+  lines.push('/** The published values of the enumerations that are reference data (decisions §6), by kind. */');
+  lines.push('export const PUBLISHED_REFERENCE_VALUES = {');
+  const seeded = new Set<string>();
+  for (const [at, kind] of Object.entries(REFERENCE_ENUMS)) {
+    const [schema, prop] = at.split('.') as [string, string];
+    const values = contract.schemas[schema]?.properties?.[prop]?.enum;
+    if (!values) throw new Error(`${at}: no enumeration to seed ${kind}`);
+    if (seeded.has(kind)) continue;
+    seeded.add(kind);
+    lines.push(`  ${kind}: ${JSON.stringify(values.filter((v) => v !== null))},`);
+  }
+  lines.push('} as const;', '');
   return lines.join('\n');
 }
 

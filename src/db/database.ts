@@ -62,6 +62,21 @@ export interface AccountsTable {
   last_statement_closing_date: DateCol | null;
   billing_period_length: string | null;
   billing_period_start_day: number | null;
+  billing_attention_of: string | null;
+  billing_delivery_point_identifier: string | null;
+  sales_channel: string | null;
+  sales_subchannel: string | null;
+  unknown_occupier: boolean | null;
+  dd_reference: string | null;
+  document_accessibility: string | null;
+  language_preference: string | null;
+  last_billed_to_date: DateCol | null;
+  last_statement_balance: Numeric | null;
+  last_statement_issue_date: DateCol | null;
+  next_bill_due_date: DateCol | null;
+  last_payment_review_date: DateCol | null;
+  smart_read_frequency: string | null;
+  smart_read_cycle_day: number | null;
   created_at: CreatedAt;
 }
 
@@ -87,14 +102,35 @@ export interface CustomersTable {
   account_id: string;
   position: number;
   title: string | null;
-  given_name: string;
-  family_name: string;
+  given_name: string | null;
+  family_name: string | null;
   email: string | null;
   mobile: string | null;
   landline: string | null;
   date_of_birth: DateCol | null;
-  opted_into_marketing: boolean | null;
+  salutation: string | null;
+  pronouns: string | null;
+  role: string | null;
+  opted_into_offers: boolean | null;
+  opted_into_recommended: boolean | null;
+  opted_into_sms: boolean | null;
+  opted_into_third_parties: boolean | null;
   opted_into_updates: boolean | null;
+  opted_into_associated_companies: boolean | null;
+  opted_into_whatsapp: boolean | null;
+  is_user_psr_consent_obtained: boolean | null;
+}
+
+export interface CustomerPsrEntriesTable {
+  id: Generated<string> & Id;
+  customer_id: string;
+  position: number;
+  elec_industry_code: string | null;
+  gas_industry_code: string | null;
+  description: string | null;
+  additional_information: string | null;
+  effective_from: ColumnType<Date | null, Date | string | null, Date | string | null>;
+  effective_to: ColumnType<Date | null, Date | string | null, Date | string | null>;
 }
 
 export interface SupplyAddressesTable {
@@ -108,6 +144,11 @@ export interface SupplyAddressesTable {
   supply_address5: string | null;
   supply_postcode: string;
   customer_at_supply_address_from_date: DateCol;
+  supply_delivery_point_identifier: string | null;
+  customer_at_supply_address_to_date: DateCol | null;
+  is_landlord: boolean | null;
+  label: string | null;
+  property_external_identifier: string | null;
 }
 
 export interface MeterPointsTable {
@@ -117,12 +158,60 @@ export interface MeterPointsTable {
   supply_type: string;
   identifier: string;
   supply_start_date: DateCol;
+  position: number | null;
+  mpid: string | null;
+  shipper_mpid: string | null;
+  profile_class: number | null;
+  ssc: string | null;
+  measurement_class: string | null;
+  ldz: string | null;
+  export_type: string | null;
+  supply_end_date: DateCol | null;
+  last_billed_to_date: DateCol | null;
+  is_deenergised: boolean | null;
+  et_in_progress: boolean | null;
+  dr_in_progress: boolean | null;
 }
 
 export interface MetersTable {
   id: Generated<string> & Id;
   meter_point_id: string;
-  serial_number: string;
+  meter_serial_number: string;
+  position: number | null;
+  installed_on: DateCol | null;
+  removed_on: DateCol | null;
+  is_prepay: boolean | null;
+  prepay_customer_reference_number: string | null;
+  smart_type: string | null;
+  smart_device_id: string | null;
+  smart_commissioned_on: DateCol | null;
+  gas_number_of_digits: number | null;
+  units_of_measure: string | null;
+  last_billed_to_date: DateCol | null;
+}
+
+export interface MeterRegistersTable {
+  id: Generated<string> & Id;
+  meter_id: string;
+  position: number;
+  register_id: string;
+  tpr: string | null;
+  number_of_digits: number;
+  is_settlement: boolean | null;
+  last_billed_to_date: DateCol | null;
+}
+
+export interface MeterReadingsTable {
+  id: Generated<string> & Id;
+  meter_id: string;
+  kind: 'TRANSFER' | 'HISTORY';
+  position: number;
+  register_id: string | null;
+  reading_date: DateCol;
+  reading_value: Numeric;
+  reading_type: string;
+  billed: boolean | null;
+  validation_status: string | null;
 }
 
 export interface AgreementsTable {
@@ -131,12 +220,17 @@ export interface AgreementsTable {
   tariff_code: string;
   effective_from: DateCol;
   effective_to: DateCol | null;
+  position: number | null;
+  agreed_at: ColumnType<Date | null, Date | string | null, Date | string | null>;
+  rates_agreed_at: ColumnType<Date | null, Date | string | null, Date | string | null>;
+  business_contract_identifier: string | null;
 }
 
 export interface AccountMetadataTable {
   account_id: string;
   key: string;
-  value: string;
+  /** Any JSON value (decisions §1); written as JSON text. */
+  value: ColumnType<unknown, string, string>;
 }
 
 export interface AccountNotesTable {
@@ -148,6 +242,8 @@ export interface AccountNotesTable {
   is_pinned: ColumnType<boolean, boolean | undefined, boolean>;
   unpin_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
   origin: ColumnType<'IMPORTED' | 'TRANSACTIONS_MOVED', 'IMPORTED' | 'TRANSACTIONS_MOVED' | undefined, never>;
+  external_id: ColumnType<string | null, string | null | undefined, string | null>;
+  is_archived: ColumnType<boolean, boolean | undefined, boolean>;
   inserted_at: CreatedAt;
 }
 
@@ -166,6 +262,9 @@ export interface AccountTransactionsTable {
   display_note: string | null;
   note: string | null;
   product_code: string | null;
+  billing_document_identifier: ColumnType<string | null, string | null | undefined, string | null>;
+  to_prepay_meter_serial_number: ColumnType<string | null, string | null | undefined, string | null>;
+  supply_point_identifier: ColumnType<string | null, string | null | undefined, string | null>;
   inserted_at: CreatedAt;
 }
 
@@ -181,6 +280,11 @@ export interface TransactionLineItemsTable {
   price_per_unit: Numeric | null;
   /** numeric[] comes back from pg as a string[] of exact decimals. */
   units: ColumnType<string[] | null, string[] | null, string[] | null>;
+  external_rate_identifier: ColumnType<string | null, string | null | undefined, string | null>;
+  rate_specification_code: ColumnType<string | null, string | null | undefined, string | null>;
+  time_series_specification_code: ColumnType<string | null, string | null | undefined, string | null>;
+  /** Written as JSON text. */
+  params: ColumnType<unknown, string | null | undefined, string | null>;
 }
 
 export interface TransactionTaxItemsTable {
@@ -192,6 +296,8 @@ export interface TransactionTaxItemsTable {
   value_taxed: Numeric;
   rate: Numeric;
   unit_type: string;
+  /** Written as JSON text. */
+  params: ColumnType<unknown, string | null | undefined, string | null>;
 }
 
 export interface HistoricalStatementsTable {
@@ -200,9 +306,9 @@ export interface HistoricalStatementsTable {
   statement_id: string;
   bill_period_from_date: DateCol;
   bill_period_to_date: DateCol;
-  issued_date: DateCol;
-  number: string;
-  gross_amount: Numeric;
+  issued_date: DateCol | null;
+  number: string | null;
+  gross_amount: Numeric | null;
   statement_path: string | null;
   inserted_at: CreatedAt;
 }
@@ -214,7 +320,26 @@ export interface PaymentInstructionsTable {
   reference: string;
   type: string;
   details: ColumnType<unknown, string, string>;
+  instruction_reference: ColumnType<string | null, string | null | undefined, string | null>;
+  customer_reference: ColumnType<string | null, string | null | undefined, string | null>;
+  instruction_identifier: ColumnType<string | null, string | null | undefined, string | null>;
+  ledger_code: ColumnType<string | null, string | null | undefined, string | null>;
+  use_for_scheduled_payments: ColumnType<boolean | null, boolean | null | undefined, boolean | null>;
+  valid_from: ColumnType<string | null, string | null | undefined, string | null>;
   inserted_at: CreatedAt;
+}
+
+export interface ReferenceValuesTable {
+  kind: string;
+  value: string;
+  source: string;
+  retired_at: ColumnType<Date | null, Date | string | null | undefined, unknown>;
+  created_at: CreatedAt;
+}
+
+export interface ReferenceVersionsTable {
+  only_row: ColumnType<boolean, never, never>;
+  version: ColumnType<string, never, never>;
 }
 
 export type BatchState = 'UPLOADING' | 'RUNNING' | 'COMPLETED' | 'COMPLETED_WITH_ERRORS' | 'CANCELLED';
@@ -268,9 +393,12 @@ export interface Database {
   account_import_processes: AccountImportProcessesTable;
   meter_point_registrations: MeterPointRegistrationsTable;
   customers: CustomersTable;
+  customer_psr_entries: CustomerPsrEntriesTable;
   supply_addresses: SupplyAddressesTable;
   meter_points: MeterPointsTable;
   meters: MetersTable;
+  meter_registers: MeterRegistersTable;
+  meter_readings: MeterReadingsTable;
   agreements: AgreementsTable;
   account_metadata: AccountMetadataTable;
   account_notes: AccountNotesTable;
@@ -282,6 +410,8 @@ export interface Database {
   batches: BatchesTable;
   batch_items: BatchItemsTable;
   customer_emails: CustomerEmailsTable;
+  reference_values: ReferenceValuesTable;
+  reference_versions: ReferenceVersionsTable;
 }
 
 export type Db = Kysely<Database>;

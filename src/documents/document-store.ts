@@ -33,8 +33,11 @@ export const MAX_DOCUMENT_NAME_BYTES = 255;
  * would miss some; no legitimate supplier path needs an escape, while a bare `%` ("50% off.pdf")
  * cannot decode to anything and stays allowed.
  */
-export function resolveDocumentKey(root: string, path: string): DocumentKeyResult {
+export function resolveDocumentKey(root: string, given: string): DocumentKeyResult {
   const normalisedRoot = normaliseDocumentsRoot(root);
+  // One leading `/` means the supplier's root, as the published examples write paths (decisions §1);
+  // anything after it is checked like any other path, so `//x` or `/../x` still cannot leave the root.
+  const path = typeof given === 'string' && given.startsWith('/') && given.length > 1 ? given.slice(1) : given;
   const problem = pathProblem(path);
   if (problem !== null) return { ok: false, reason: problem };
   const key = normalisedRoot === '' ? path : `${normalisedRoot}/${path}`;

@@ -13,7 +13,8 @@ import type { Logger } from '../log.js';
  * thrown PaymentVendorUnavailable, so a caller cannot mistake it for a vendor's verdict.
  */
 
-export const INSTRUCTION_TYPES = ['CARD', 'DIRECT_DEBIT'] as const;
+/** The published payment-instruction types (decisions §3, §6); which of them a deployment takes is reference data. */
+export const INSTRUCTION_TYPES = ['BPAY', 'CARD', 'CUSTOM', 'DIRECT_DEBIT', 'GMO_REFUND', 'PAYMENT_SLIP'] as const;
 export type InstructionType = (typeof INSTRUCTION_TYPES)[number];
 
 export const INSTRUCTION_STATUSES = ['ACTIVE', 'PENDING', 'SUSPENDED', 'CANCELLED', 'EXPIRED', 'FAILED'] as const;

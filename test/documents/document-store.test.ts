@@ -216,7 +216,10 @@ describe('resolveDocumentKey', () => {
     ['a/../../x', /'\.\.' segment/],
     ['a/..', /'\.\.' segment/],
     ['..', /'\.\.' segment/],
-    ['/etc/passwd', /absolute/],
+    // One leading / is the supplier's root (decisions §1); what follows it is checked as usual.
+    ['//etc/passwd', /absolute/],
+    ['/../etc/passwd', /'\.\.' segment/],
+    ['/', /absolute|empty/],
     ['C:\\x', /backslash|absolute/],
     ['C:/x', /absolute/],
     ['\\\\server\\share\\x', /backslash/],
@@ -263,6 +266,9 @@ describe('resolveDocumentKey', () => {
     ['a..b/.hidden/x..pdf', 'suppliers/acme/a..b/.hidden/x..pdf'],
     [long(1000), `suppliers/acme/${long(1000)}`],
     ['x'.repeat(255), `suppliers/acme/${'x'.repeat(255)}`],
+    // The published examples' form: a leading / is the supplier's root.
+    ['/EXTERNAL-1234/2019-06-01-to-2019-07-01.pdf', 'suppliers/acme/EXTERNAL-1234/2019-06-01-to-2019-07-01.pdf'],
+    ['/notes/1234/attachment.jpg', 'suppliers/acme/notes/1234/attachment.jpg'],
   ])('accepts %j', (input, key) => {
     const result = resolveDocumentKey('suppliers/acme', input);
     expect(result).toEqual({ ok: true, key });

@@ -102,8 +102,8 @@ describe(`${N} concurrent identical requests to each REST write endpoint`, () =>
               (SELECT count(*) FROM account_import_processes WHERE account_id = $1)::text AS processes`,
       [id],
     );
-    // accountPayload: one customer, one supply address with an electricity and a gas meter point (one agreement), one metadata entry.
-    expect(rows).toEqual({ customers: '1', supply_addresses: '1', meter_points: '2', meters: '2', agreements: '1', metadata: '1', processes: '1' });
+    // accountPayload: one customer, one supply address with an electricity and a gas meter point (an agreement each), one metadata entry.
+    expect(rows).toEqual({ customers: '1', supply_addresses: '1', meter_points: '2', meters: '2', agreements: '2', metadata: '1', processes: '1' });
     await annotate(`[process] ${N} requests: ${JSON.stringify(statuses)}; accounts 1 (${number}); rows ${JSON.stringify(rows)}`);
   });
 

@@ -74,7 +74,8 @@ export interface TestContext {
   built: BuiltApp;
   clock: FakeClock;
   /** A fresh API key and its access token's Authorization header. */
-  authHeaders(): Promise<{ authorization: string }>;
+  /** A token of a new API key; `suppliers` scopes the key to those suppliers (unscoped by default). */
+  authHeaders(opts?: { suppliers?: string[] }): Promise<{ authorization: string }>;
   createSupplier(code: string, opts?: { status?: SupplierStatus; documentsRoot?: string; sendCustomerEmails?: boolean }): Promise<void>;
   createTeam(name: string): Promise<void>;
   /** Row counts of every table of the public schema (for "nothing changed" assertions). */
@@ -126,8 +127,8 @@ export async function createTestContext(opts: ContextOptions = {}): Promise<Test
     app,
     built,
     clock,
-    async authHeaders() {
-      const key = await createApiKey(deps.db, `test-key-${++keyCounter}-${randomBytes(3).toString('hex')}`);
+    async authHeaders(opts = {}) {
+      const key = await createApiKey(deps.db, `test-key-${++keyCounter}-${randomBytes(3).toString('hex')}`, opts.suppliers ?? []);
       const res = await app.inject({
         method: 'POST',
         url: '/v1/graphql/',

@@ -32,7 +32,6 @@ export function accountPayload(supplier: string, ext: string, overrides: Account
     date_of_sale: '2024-03-01',
     transfer_balance: '-12.50',
     last_statement_closing_date: '2025-10-31',
-    account_billing_options: { period_length: 'MONTHLY', period_start_day: 1 },
     customers: [
       {
         title: 'Ms',
@@ -42,7 +41,7 @@ export function accountPayload(supplier: string, ext: string, overrides: Account
         mobile: '07911 123456',
         landline: '020 7123 4567',
         date_of_birth: '1985-12-10',
-        customer_preferences: { opted_into_marketing: false, opted_into_updates: true },
+        customer_preferences: { opted_into_offers: false, opted_into_updates: true },
       },
     ],
     supply_addresses: [
@@ -55,14 +54,33 @@ export function accountPayload(supplier: string, ext: string, overrides: Account
             supply_type: 'ELECTRICITY',
             identifier: validMpan(),
             supply_start_date: '2024-03-01',
-            meters: [{ serial_number: 'E10BG12345' }],
+            mpid: 'TENT',
+            meters: [
+              {
+                meter_serial_number: 'E10BG12345',
+                registers: [{ register_id: '1', tpr: '00001', number_of_digits: 5 }],
+                // Never billed before the switch: the supply start reading is the transfer reading.
+                transfer_readings: [{ register_id: '1', reading_date: '2024-03-01', reading_value: '12345', reading_type: 'CUSTOMER' }],
+              },
+            ],
             agreements: [{ tariff_code: 'E-1R-VAR-22-11-01-C', effective_from: '2024-03-01' }],
+            eac_history: [{ effective_from: '2024-03-01', tpr: '00001', consumption: '2900' }],
           },
           {
             supply_type: 'GAS',
             identifier: validMprn(),
             supply_start_date: '2024-03-01',
-            meters: [{ serial_number: 'G4A00012345' }],
+            mpid: 'TEN',
+            shipper_mpid: 'TCL',
+            meters: [
+              {
+                meter_serial_number: 'G4A00012345',
+                gas_number_of_digits: 5,
+                transfer_readings: [{ reading_date: '2024-03-01', reading_value: '4321', reading_type: 'CUSTOMER' }],
+              },
+            ],
+            agreements: [{ tariff_code: 'G-1R-VAR-22-11-01-C', effective_from: '2024-03-01' }],
+            aq_history: [{ effective_from: '2024-03-01', consumption: '11000' }],
           },
         ],
       },

@@ -181,9 +181,13 @@ describe('stage (create-or-update)', () => {
   });
 
   it('validates with the same rules as validate-account', async () => {
-    const res = await stage(accountPayload(S, 'ST-2', { customers: [] }));
+    // The published EnergyAccount allows an empty customer list, so an unreadable billing e-mail
+    // address is the invalid payload here.
+    const payload = accountPayload(S, 'ST-2', { billing_email: 'ada@' });
+    const res = await stage(payload);
     expect(res.statusCode).toBe(400);
-    expect(res.json()).toMatchObject({ code: 'account_failed_validation', errors: [{ code: 'min_items', attr: 'customers' }] });
+    expect(res.json()).toMatchObject({ code: 'account_failed_validation', errors: [{ code: 'invalid_email', attr: 'billing_email' }] });
+    expect(res.json().errors).toEqual((await post('/v1/data-import/validate-account/', payload)).json().errors);
   });
 
   it.each([

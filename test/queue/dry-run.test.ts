@@ -8,7 +8,7 @@ const TEAM = 'Dry Team';
 const VALID = 30;
 /** Lines (1-based) of the three invalid accounts and of the one whose transactions fail. */
 const INVALID: Record<number, { code: string; attr: string }> = {
-  31: { code: 'required', attr: 'customers.0.family_name' },
+  31: { code: 'required', attr: 'supply_addresses.0.supply_postcode' },
   32: { code: 'invalid_postcode', attr: 'billing_postcode' },
   33: { code: 'unknown_field', attr: 'loyalty_points' },
 };
@@ -34,7 +34,7 @@ beforeAll(async () => {
     delete account.billing_email;
     for (const c of account.customers as Array<Record<string, unknown>>) delete c.email;
   }
-  delete (bundles[30]!.account.customers as Array<Record<string, unknown>>)[0]!.family_name;
+  delete (bundles[30]!.account.supply_addresses as Array<Record<string, unknown>>)[0]!.supply_postcode;
   bundles[31]!.account.billing_postcode = 'XX1 1XXX';
   bundles[32]!.account.loyalty_points = 120;
   const charge = bundles[BAD_TRANSACTIONS - 1]!.transactions!.find((t) => t.type === 'CHARGE')!;

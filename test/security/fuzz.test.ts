@@ -903,6 +903,12 @@ const GET_ROUTES: GetRoute[] = [
       .record({ s: segment(S), e: segment(EXT), slash: trailing, extra: fc.oneof({ weight: 4, arbitrary: noPairs }, { weight: 1, arbitrary: extraQuery }) })
       .map((c) => ({ path: `/v1/data-import/account-transfer-status/${c.s}/${c.e}${c.slash}`, query: c.extra })),
   },
+  {
+    route: '/v1/data-import/imported-accounts/:import_supplier_code/:external_account_number/',
+    request: fc
+      .record({ s: segment(S), e: segment(EXT), slash: trailing, extra: fc.oneof({ weight: 4, arbitrary: noPairs }, { weight: 1, arbitrary: extraQuery }) })
+      .map((c) => ({ path: `/v1/data-import/imported-accounts/${c.s}/${c.e}${c.slash}`, query: c.extra })),
+  },
   ...LIST_SEGMENTS.map((seg) => ({
     route: `/v1/data-import/${seg}/:import_supplier_code/`,
     request: fc

@@ -63,6 +63,7 @@ const CASES: Array<{ route: string; call: (target: string) => Call }> = [
     call: (t) => ({ method: 'POST', url: '/v1/data-import/account-import-process/process/', payload: { import_supplier_code: t, external_account_number: 'THEIRS-2', operations_team_name: TEAM } }),
   },
   { route: 'GET /v1/data-import/account-transfer-status/:import_supplier_code/:external_account_number/', call: (t) => ({ method: 'GET', url: `/v1/data-import/account-transfer-status/${t}/THEIRS-1/` }) },
+  { route: 'GET /v1/data-import/imported-accounts/:import_supplier_code/:external_account_number/', call: (t) => ({ method: 'GET', url: `/v1/data-import/imported-accounts/${t}/THEIRS-1/` }) },
   { route: 'GET /v1/data-import/all-account-import-processes/:import_supplier_code/', call: (t) => ({ method: 'GET', url: `/v1/data-import/all-account-import-processes/${t}/` }) },
   { route: 'GET /v1/data-import/pending-account-import-processes/:import_supplier_code/', call: (t) => ({ method: 'GET', url: `/v1/data-import/pending-account-import-processes/${t}/` }) },
   { route: 'GET /v1/data-import/imported-account-import-processes/:import_supplier_code/', call: (t) => ({ method: 'GET', url: `/v1/data-import/imported-account-import-processes/${t}/` }) },

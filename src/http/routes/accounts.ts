@@ -27,6 +27,20 @@ const listQuerySchema = z.strictObject({
 });
 const supplierParams = z.object({ import_supplier_code: z.string() });
 const pairParams = z.object({ import_supplier_code: z.string(), external_account_number: z.string() });
+const importedAccountSchema = z
+  .object({
+    service_account_number: z.string(),
+    account_created_at: z.string().describe('YYYY-MM-DDTHH:MM:SSZ'),
+    import_supplier: z.string(),
+    external_account_number: z.string(),
+    account: z.record(z.string(), z.unknown()).describe('The account fields given, by their request names.'),
+    customers: z.array(z.record(z.string(), z.unknown())),
+    supply_addresses: z.array(z.record(z.string(), z.unknown())).describe('With meter_points, meters, registers, transfer_readings, reading_history and agreements.'),
+    metadata: z.array(z.object({ key: z.string(), value: z.unknown() })),
+    counts: z.object({ notes: z.number(), transactions: z.number(), statements: z.number(), payment_instructions: z.number() }),
+    payload: z.unknown().describe('The validated account data object the account was created from.'),
+  })
+  .meta({ id: 'ImportedAccount' });
 const accountData = z.record(z.string(), z.unknown()).describe('Account data object (decisions §1).').meta({ id: 'AccountData' });
 
 const envelope = (description: string) => ({ description });
@@ -126,6 +140,20 @@ export function accountRoutes(accounts: AccountService): RouteDef[] {
       handler: async (req) => {
         const p = req.params as { import_supplier_code: string; external_account_number: string };
         return accounts.status(p.import_supplier_code, p.external_account_number);
+      },
+    },
+    {
+      method: 'GET',
+      url: '/v1/data-import/imported-accounts/:import_supplier_code/:external_account_number/',
+      operationId: 'imported_account',
+      summary: 'An imported account as stored: its fields, customers, supply addresses, meter points with meters, registers, readings and agreements, the counts of its history, and the data it was created from.',
+      tags: ['account imports'],
+      auth: 'token',
+      params: pairParams,
+      responses: { 200: { description: 'The account exists.', schema: importedAccountSchema }, 401: envelope('Not authenticated.'), 404: envelope('account_not_found (also when only staged)') },
+      handler: async (req) => {
+        const p = req.params as { import_supplier_code: string; external_account_number: string };
+        return accounts.show(p.import_supplier_code, p.external_account_number);
       },
     },
     listRoute('all', 'all-account-import-processes', 'Pending and imported accounts of a supplier.'),

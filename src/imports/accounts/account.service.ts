@@ -15,7 +15,6 @@ import {
   findMeterPointClaimants,
   findProcess,
   lockProcess,
-  insertAccount,
   linkAccount,
   listProcesses,
   nextAccountNumber,
@@ -26,6 +25,9 @@ import {
   type ListEntry,
   type ListKind,
 } from './account.repository.js';
+import type { ReferenceData } from '../reference/reference.service.js';
+import { insertAccount, readAccountTree } from './account-tree.repository.js';
+import { accountView, type ImportedAccountView } from './account-view.js';
 import { makeAccountDataSchema, meterPointIdentifiers, type AccountData } from './account.schemas.js';
 
 export const processRequestSchema = z
@@ -79,6 +81,7 @@ export interface AccountServiceDeps {
   permits: ProcessPermits;
   inProgress: InProgressMarkers;
   queues: Queues;
+  reference: ReferenceData;
 }
 
 const FAILED_VALIDATION = 'Account data failed validation.';
@@ -120,7 +123,7 @@ const processDoesNotExist = (ext: string) =>
  * Every entry point runs in one transaction; the REST routes and the queue workers both call these.
  */
 export function createAccountService(deps: AccountServiceDeps) {
-  const schema = makeAccountDataSchema(() => utcDate(deps.clock.now()));
+  const schema = makeAccountDataSchema(() => utcDate(deps.clock.now()), deps.reference);
 
   // The validate endpoint's reads outside any transaction: concurrent requests share each query.
   const suppliersByCode = batchedLookup<string, ImportSupplier>(async (codes) => {
@@ -136,6 +139,7 @@ export function createAccountService(deps: AccountServiceDeps) {
    * database (supplier exists, meter points not claimed by another account). All problems at once.
    */
   async function validate(db: Executor, input: unknown, known?: ImportSupplier): Promise<{ data: AccountData; supplier: ImportSupplier }> {
+    await deps.reference.refresh();
     const parsed = schema.safeParse(input, { reportInput: true });
     const items: ErrorItem[] = parsed.success ? [] : issuesToItems(parsed.error.issues);
     const rawSupplier = (input as { import_supplier?: unknown } | null)?.import_supplier;
@@ -144,13 +148,15 @@ export function createAccountService(deps: AccountServiceDeps) {
       supplier = known?.code === rawSupplier ? known : db === deps.db ? await supplierByCode(rawSupplier) : await findSupplierByCode(db, rawSupplier);
       if (!supplier) items.push(supplierNotFound(rawSupplier, 'import_supplier').errors[0]!);
     }
-    if (parsed.success && supplier) {
-      items.push(...(await meterPointClaimErrors(db, parsed.data, supplier)));
+    // The service's rules make external_account_number present whenever the parse succeeded.
+    const data = parsed.success ? (parsed.data as AccountData) : undefined;
+    if (data && supplier) {
+      items.push(...(await meterPointClaimErrors(db, data, supplier)));
     }
-    if (items.length > 0 || !parsed.success || !supplier) {
+    if (items.length > 0 || !data || !supplier) {
       throw new AppError(400, 'account_failed_validation', FAILED_VALIDATION, items);
     }
-    return { data: parsed.data, supplier };
+    return { data, supplier };
   }
 
   async function meterPointClaimErrors(db: Executor, data: AccountData, supplier: ImportSupplier): Promise<ErrorItem[]> {
@@ -241,13 +247,14 @@ export function createAccountService(deps: AccountServiceDeps) {
     if (!team) {
       throw badRequest('operations_team_not_found', `Operations team '${req.operations_team_name}' does not exist.`, 'operations_team_name');
     }
-    // Staged data was valid when staged; rules that depend on today or on other accounts are checked again.
-    const data = parseOrThrow(schema, process.payload, 'account_failed_validation', FAILED_VALIDATION);
+    // Staged data was valid when staged; rules that depend on today, the reference lists or other accounts are checked again.
+    await deps.reference.refresh();
+    const data = parseOrThrow(schema, process.payload, 'account_failed_validation', FAILED_VALIDATION) as AccountData;
     const number = await nextAccountNumber(trx);
     const account = await insertAccount(trx, { number, supplierId: supplier.id, teamId: team.id, data, now: deps.clock.now() });
     await linkAccount(trx, process.id, account.id);
     // The e-mail row commits (or rolls back, as in a dry run) with the account: never one without the other.
-    const recipient = data.billing_email ?? data.customers.find((c) => c.email)?.email;
+    const recipient = data.billing_email ?? data.customers?.find((c) => c.email)?.email ?? undefined;
     const welcomeEmail = supplier.send_customer_emails && recipient !== undefined;
     if (welcomeEmail) await trx.insertInto('customer_emails').values({ account_id: account.id, recipient }).execute();
     return { service_account_number: number, account_created_at: account.created_at, accountId: account.id, welcomeEmail };
@@ -283,6 +290,14 @@ export function createAccountService(deps: AccountServiceDeps) {
     return { status: running ? 'IN_PROGRESS' : 'UNKNOWN', service_account_number: '' };
   }
 
+  /** The created account of a pair, read back whole (404 account_not_found when there is none). */
+  async function show(supplierCode: string, ext: string): Promise<ImportedAccountView> {
+    const supplier = await findSupplierByCode(deps.db, supplierCode);
+    const rows = supplier ? await readAccountTree(deps.db, supplier.id, ext) : undefined;
+    if (!supplier || !rows) throw notFound('account_not_found', `No imported account for supplier '${supplierCode}' and account '${ext}'.`);
+    return accountView(supplier.code, rows);
+  }
+
   async function list(kind: ListKind, supplierCode: string, after: string | null, pageSize: number): Promise<{ entries: ListEntry[]; more: boolean }> {
     const supplier = await findSupplierByCode(deps.db, supplierCode);
     if (!supplier) throw notFound('import_supplier_not_found', `Import supplier '${supplierCode}' does not exist.`);
@@ -298,6 +313,7 @@ export function createAccountService(deps: AccountServiceDeps) {
     processStaged,
     processWithPermit,
     status,
+    show,
     list,
   };
 }
@@ -306,7 +322,7 @@ export type AccountService = ReturnType<typeof createAccountService>;
 
 function meterPointErrors(data: AccountData, claimed: ReadonlySet<string>): ErrorItem[] {
   const items: ErrorItem[] = [];
-  data.supply_addresses.forEach((s, i) =>
+  (data.supply_addresses ?? []).forEach((s, i) =>
     s.meter_points.forEach((mp, j) => {
       if (claimed.has(mp.identifier)) {
         items.push(

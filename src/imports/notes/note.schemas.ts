@@ -12,6 +12,9 @@ export const noteSchema = z
     created_at: datetimeString.optional(),
     is_pinned: z.boolean().optional(),
     unpin_at: datetimeString.optional(),
+    // The supplier's own id of the note: a repeat of it is the same note (decisions §3).
+    external_id: z.string().min(1).max(255).optional(),
+    is_archived: z.boolean().optional(),
   })
   .check(
     crossFieldCheck((note, ctx) => {

@@ -20,6 +20,7 @@ interface StoredNote {
   body: string | null;
   document_paths: string[];
   created_at: Date;
+  external_id: string | null;
 }
 
 /** What makes two notes "the same": the body, or for a documents-only note its set of documents. */
@@ -80,41 +81,59 @@ export function createNoteService(deps: NoteServiceDeps) {
 
   async function insertNew(trx: Executor, accountId: string, notes: NoteInput[], now: Date): Promise<NoteResult[]> {
     const bodies = [...new Set(notes.flatMap((n) => (n.body ? [n.body] : [])))];
+    const externalIds = [...new Set(notes.flatMap((n) => (n.external_id ? [n.external_id] : [])))];
     const existing: StoredNote[] = await trx
       .selectFrom('account_notes')
-      .select(['body', 'document_paths', 'created_at'])
+      .select(['body', 'document_paths', 'created_at', 'external_id'])
       .where('account_id', '=', accountId)
-      .where((eb) => eb.or([eb('body', 'is', null), ...(bodies.length ? [eb('body', 'in', bodies)] : [])]))
+      .where((eb) =>
+        eb.or([
+          eb('body', 'is', null),
+          ...(bodies.length ? [eb('body', 'in', bodies)] : []),
+          ...(externalIds.length ? [eb('external_id', 'in', externalIds)] : []),
+        ]),
+      )
       .execute();
     const known = new Map<string, StoredNote[]>();
+    // A note with the supplier's own id is the same note as any other with that id, whatever its text.
+    const byExternalId = new Map<string, StoredNote>();
     const remember = (n: StoredNote) => {
       const key = sameness(n.body, n.document_paths);
       known.set(key, [...(known.get(key) ?? []), n]);
+      if (n.external_id) byExternalId.set(n.external_id, n);
     };
     existing.forEach(remember);
 
     const results: NoteResult[] = [];
     const rows: StoredNote[] = [];
-    const extra: Array<{ is_pinned: boolean; unpin_at: Date | null }> = [];
+    const extra: Array<{ is_pinned: boolean; unpin_at: Date | null; is_archived: boolean }> = [];
     for (const note of notes) {
       const paths = (note.document_paths ?? []).map((d) => d.document_path);
       const givenAt = note.created_at === undefined ? undefined : parseIsoDatetime(note.created_at)!;
-      const candidates = known.get(sameness(note.body, paths)) ?? [];
-      const match = givenAt === undefined ? candidates[0] : candidates.find((c) => c.created_at.getTime() === givenAt.getTime());
+      const candidates = note.external_id ? [] : (known.get(sameness(note.body, paths)) ?? []);
+      const match = note.external_id
+        ? byExternalId.get(note.external_id)
+        : givenAt === undefined
+          ? candidates[0]
+          : candidates.find((c) => c.created_at.getTime() === givenAt.getTime());
       if (match) {
         results.push({ created_at: formatInstant(match.created_at), body: match.body, status: 'NOTE_ALREADY_EXISTS' });
         continue;
       }
-      const stored: StoredNote = { body: note.body ?? null, document_paths: paths, created_at: givenAt ?? now };
+      const stored: StoredNote = { body: note.body ?? null, document_paths: paths, created_at: givenAt ?? now, external_id: note.external_id ?? null };
       remember(stored);
       rows.push(stored);
-      extra.push({ is_pinned: note.is_pinned ?? false, unpin_at: note.unpin_at === undefined ? null : parseIsoDatetime(note.unpin_at)! });
+      extra.push({
+        is_pinned: note.is_pinned ?? false,
+        unpin_at: note.unpin_at === undefined ? null : parseIsoDatetime(note.unpin_at)!,
+        is_archived: note.is_archived ?? false,
+      });
       results.push({ created_at: formatInstant(stored.created_at), body: stored.body, status: 'NOTE_CREATION_SUCCESS' });
     }
     if (rows.length > 0) {
       await trx
         .insertInto('account_notes')
-        .values(rows.map((r, i) => ({ account_id: accountId, body: r.body, document_paths: r.document_paths, created_at: r.created_at, ...extra[i]! })))
+        .values(rows.map((r, i) => ({ account_id: accountId, body: r.body, document_paths: r.document_paths, created_at: r.created_at, external_id: r.external_id, ...extra[i]! })))
         .execute();
     }
     return results;

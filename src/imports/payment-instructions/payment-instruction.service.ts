@@ -3,18 +3,39 @@ import { z } from 'zod';
 import type { Database, Executor } from '../../db/database.js';
 import { AppError, badRequest } from '../../errors.js';
 import { INSTRUCTION_TYPES, PaymentVendorUnavailable, type PaymentVendorClient, type VendorLookup } from '../../vendors/payment-vendor.js';
+import type { ReferenceData } from '../reference/reference.service.js';
 import { findImportedAccountSupplier } from '../shared/account-lookup.js';
-import { choice } from '../shared/fields.js';
+import { choice, crossFieldCheck, dateString, isRecord } from '../shared/fields.js';
 import { accountPairShape, runLocked, type AccountPair, type ExtrasContext, type LockedWrite } from '../shared/imported-account.js';
 import { parseOrThrow } from '../shared/validation.js';
 
+/**
+ * The published request (LegacyPaymentInstruction), with the in-account PaymentInstruction's fields too.
+ * The instruction is named by `reference`, or by the older `instruction_reference`: exactly one of them.
+ */
 export const paymentInstructionRequestSchema = z
   .strictObject({
     ...accountPairShape,
     vendor: z.string().min(1).max(64),
-    reference: z.string().min(1).max(255),
+    reference: z.string().min(1).max(512).optional(),
+    instruction_reference: z.string().min(1).max(128).optional(),
     type: choice(INSTRUCTION_TYPES),
+    customer_reference: z.string().max(512).optional(),
+    instruction_identifier: z.string().min(1).max(255).optional(),
+    ledger_code: z.string().min(1).max(255).optional(),
+    use_for_scheduled_payments: z.boolean().nullable().optional(),
+    valid_from: dateString.nullable().optional(),
   })
+  .check(
+    crossFieldCheck((req, ctx) => {
+      if (!isRecord(req) || !ctx.parsed(['reference']) || !ctx.parsed(['instruction_reference'])) return;
+      const given = [req.reference, req.instruction_reference].filter((v) => v !== undefined).length;
+      if (given !== 1) {
+        ctx.addIssue('mutually_exclusive_field_required', 'Give exactly one of reference and instruction_reference.', [given === 0 ? 'reference' : 'instruction_reference']);
+      }
+    }),
+  )
+  .transform((req) => ({ ...req, reference: (req.reference ?? req.instruction_reference) as string }))
   .meta({ id: 'PaymentInstructionRequest' });
 
 /** An instruction in one of these states would never collect a payment: migrating it would hide a broken mandate. */
@@ -28,6 +49,7 @@ export interface PaymentInstructionResult {
 export interface PaymentInstructionServiceDeps {
   db: Kysely<Database>;
   vendors: PaymentVendorClient;
+  reference: ReferenceData;
 }
 
 export function createPaymentInstructionService(deps: PaymentInstructionServiceDeps) {
@@ -57,6 +79,13 @@ export function createPaymentInstructionService(deps: PaymentInstructionServiceD
   /** The vendor's check, made before the account is locked; the write comes back to run under the lock. */
   async function preparePaymentInstruction(input: unknown, ctx: ExtrasContext = {}): Promise<LockedWrite<PaymentInstructionResult>> {
     const req = parseOrThrow(paymentInstructionRequestSchema, input, 'invalid_request', 'Invalid request.');
+    // Which published types this platform takes is reference data (decisions §6).
+    await deps.reference.refresh();
+    if (!deps.reference.values('PAYMENT_INSTRUCTION_TYPE').has(req.type)) {
+      throw new AppError(400, 'invalid_request', 'Invalid request.', [
+        { code: 'invalid_choice', detail: `Payment-instruction type '${req.type}' is not enabled on this platform.`, attr: 'type' },
+      ]);
+    }
     const db = ctx.db ?? deps.db;
     await findImportedAccountSupplier(db, req.import_supplier, req.external_account_number, ctx.supplier);
     // Already stored: answered without asking the vendor again. The insert below does nothing then.
@@ -111,7 +140,19 @@ function storeInstruction(req: Request, details: unknown): LockedWrite<PaymentIn
     if (details !== null) {
       await trx
         .insertInto('payment_instructions')
-        .values({ account_id: account.id, vendor: req.vendor, reference: req.reference, type: req.type, details: JSON.stringify(details) })
+        .values({
+          account_id: account.id,
+          vendor: req.vendor,
+          reference: req.reference,
+          type: req.type,
+          details: JSON.stringify(details),
+          instruction_reference: req.instruction_reference ?? null,
+          customer_reference: req.customer_reference ?? null,
+          instruction_identifier: req.instruction_identifier ?? null,
+          ledger_code: req.ledger_code ?? null,
+          use_for_scheduled_payments: req.use_for_scheduled_payments ?? null,
+          valid_from: req.valid_from ?? null,
+        })
         .onConflict((oc) => oc.columns(['account_id', 'vendor', 'reference']).doNothing())
         .execute();
     }

@@ -321,12 +321,22 @@ export function crossFieldCheck<T>(check: (value: unknown, ctx: CrossFieldContex
   return z.superRefine<T>(
     (value, payload) => {
       check(value, {
-        parsed: (path) => !payload.issues.some((issue) => startsWith(issue.path ?? [], path)),
-        addIssue: (code, message, path) => addCodedIssue(payload, code, message, path),
+        // Problems other cross-field checks found are about relations between values, not about a
+        // value failing to parse: two checks on the same fields must both report (a repeated key is
+        // both decisions.md's duplicate_key and the document's metadata_has_duplicate_keys).
+        parsed: (path) => !payload.issues.some((issue) => !isCrossFieldIssue(issue) && startsWith(issue.path ?? [], path)),
+        addIssue: (code, message, path) =>
+          payload.addIssue({ code: 'custom', message, params: { code, [CROSS_FIELD]: true }, path, input: undefined } as z.core.$ZodRawIssue),
       });
     },
     { when: () => true },
   );
+}
+
+const CROSS_FIELD = 'crossField';
+
+function isCrossFieldIssue(issue: { code?: string; params?: unknown }): boolean {
+  return issue.code === 'custom' && (issue.params as Record<string, unknown> | undefined)?.[CROSS_FIELD] === true;
 }
 
 export function isRecord(v: unknown): v is Record<string, unknown> {

@@ -82,3 +82,24 @@ export async function lockImportedAccount(trx: Executor, supplierCode: string, e
 export function runLocked<T>(db: Kysely<Database>, pair: AccountPair, write: LockedWrite<T>): Promise<T> {
   return db.transaction().execute(async (trx) => write(trx, await lockImportedAccount(trx, pair.import_supplier, pair.external_account_number)));
 }
+
+/** Carries a dry run's answer out of the transaction it rolls back. */
+class DryRunRollBack<T> extends Error {
+  constructor(readonly result: T) {
+    super('dry run: rolled back');
+  }
+}
+
+/** As runLocked, but the writes are rolled back: the answer says what would have happened (a dry run). */
+export async function runLockedDry<T>(db: Kysely<Database>, pair: AccountPair, write: LockedWrite<T>): Promise<T> {
+  try {
+    await db.transaction().execute(async (trx) => {
+      const result = await write(trx, await lockImportedAccount(trx, pair.import_supplier, pair.external_account_number));
+      throw new DryRunRollBack(result);
+    });
+  } catch (err) {
+    if (err instanceof DryRunRollBack) return err.result as T;
+    throw err;
+  }
+  throw new Error('unreachable: a dry run always rolls back');
+}

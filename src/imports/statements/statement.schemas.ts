@@ -11,9 +11,11 @@ export function makeStatementsRequestSchema(today: () => string) {
       bill_period_from_date: dateString,
       bill_period_to_date: dateString,
       statement_id: z.string().min(1).max(255),
-      issued_date: dateNotInFuture(today),
-      number: z.string().min(1).max(255),
-      gross_amount: decimalString({ maxIntegerDigits: 10, maxFractionDigits: 10 }),
+      // Optional, as published (decisions §3); the document types gross_amount as an integer, and a
+      // decimal amount is accepted too since money is kept exact either way.
+      issued_date: dateNotInFuture(today).nullable().optional(),
+      number: z.string().min(1).max(255).optional(),
+      gross_amount: decimalString({ maxIntegerDigits: 10, maxFractionDigits: 10 }).nullable().optional(),
       statement_path: z.string().min(1).max(1024).optional(),
     })
     .check(

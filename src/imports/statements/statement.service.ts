@@ -100,9 +100,9 @@ export function createStatementService(deps: StatementServiceDeps) {
               statement_id: s.statement_id,
               bill_period_from_date: s.bill_period_from_date,
               bill_period_to_date: s.bill_period_to_date,
-              issued_date: s.issued_date,
-              number: s.number,
-              gross_amount: s.gross_amount,
+              issued_date: s.issued_date ?? null,
+              number: s.number ?? null,
+              gross_amount: s.gross_amount ?? null,
               statement_path: s.statement_path ?? null,
             })),
           )

@@ -1,5 +1,7 @@
 import { z } from 'zod';
 import { choice, crossFieldCheck, dateString, decimalString, isRecord } from '../shared/fields.js';
+import { seededReferenceData, type ReferenceData } from '../reference/reference.service.js';
+import type { ReferenceKind } from '../reference/reference.seed.js';
 import { accountPairShape } from '../shared/imported-account.js';
 
 /** decisions §7 */
@@ -9,18 +11,17 @@ export const MAX_TRANSACTIONS_PER_REQUEST = 5000;
 export const TRANSACTION_TYPES = ['CHARGE', 'CREDIT', 'PAYMENT', 'REPAYMENT', 'SUPPLY_CHARGE'] as const;
 export type TransactionType = (typeof TRANSACTION_TYPES)[number];
 
-const CHARGE_REASONS = ['IMPORTED_CHARGE', 'BALANCE_TRANSFER', 'DATA_IMPORT_BALANCE_TRANSFER', 'DEPOSIT', 'LATE_PAYMENT_FEE_CHARGE', 'REVERSED_ACCOUNT_CREDIT', 'DEFAULT'];
-export const REASONS: Record<TransactionType, readonly string[]> = {
-  CHARGE: CHARGE_REASONS,
-  CREDIT: ['IMPORTED_CREDIT', 'BALANCE_ADJUSTMENT', 'BALANCE_TRANSFER', 'DATA_IMPORT_BALANCE_TRANSFER', 'CUSTOMER_SERVICE_GESTURE', 'GOODWILL_PAYMENT', 'JOINING_REWARD', 'LOYALTY_REWARD', 'REVERSED_ACCOUNT_CHARGE', 'GENERAL_CREDIT'],
-  PAYMENT: ['ACCOUNT_CHARGE_PAYMENT', 'BALANCE_ADJUSTMENT', 'GENERAL_CREDIT', 'DEBT_REPAYMENT', 'DEPOSIT', 'SETTLEMENT', 'PAYMENT_PLAN', 'REGULAR_SCHEDULE', 'REPAYMENT_CORRECTION'],
-  REPAYMENT: ['FULL_CREDIT_REFUND', 'PARTIAL_CREDIT_REFUND', 'FINAL_BALANCE_SETTLEMENT', 'MISTAKEN_PAYMENT_TAKEN', 'PAYMENT_CORRECTION', 'COMPLAINT_COMPENSATION', 'FAILED_PAYMENT', 'DEPOSIT_RETURN', 'CHARGEBACK'],
-  // decisions §3: SUPPLY_CHARGE takes CHARGE's fields minus the required reason; a given reason is a charge reason.
-  SUPPLY_CHARGE: CHARGE_REASONS,
+/** The reference list (decisions §6) a type's reason is checked against; SUPPLY_CHARGE's optional reason is a charge reason. */
+const REASON_KIND: Record<TransactionType, ReferenceKind> = {
+  CHARGE: 'CHARGE_REASON',
+  CREDIT: 'CREDIT_REASON',
+  PAYMENT: 'PAYMENT_REASON',
+  REPAYMENT: 'REPAYMENT_REASON',
+  SUPPLY_CHARGE: 'CHARGE_REASON',
 };
-export const PAYMENT_TYPES: Partial<Record<TransactionType, readonly string[]>> = {
-  PAYMENT: ['DD_FIRST_COLLECTION', 'DD_REGULAR_COLLECTION', 'DD_RE_PRESENTATION', 'DD_FINAL_COLLECTION', 'CREDIT_CARD', 'DEBIT_CARD', 'CHEQUE', 'BACS_DEPOSIT', 'PAYPOINT_CASH', 'PAYPOINT_CARD', 'POST_OFFICE_CASH', 'CASH', 'DIRECT_CREDIT'],
-  REPAYMENT: ['DIRECT_CREDIT', 'CARD_REFUND', 'BACS', 'CHEQUE'],
+const PAYMENT_TYPE_KIND: Partial<Record<TransactionType, ReferenceKind>> = {
+  PAYMENT: 'PAYMENT_PAYMENT_TYPE',
+  REPAYMENT: 'REPAYMENT_PAYMENT_TYPE',
 };
 /** Fields a type requires beyond transaction_id, transaction_date, amount and type (decisions §3). */
 const REQUIRED_BY_TYPE: Record<TransactionType, readonly string[]> = {
@@ -36,6 +37,8 @@ const money = decimalString({ maxIntegerDigits: 10, maxFractionDigits: 10 });
 /** Quantities and rates may need more precision than money (prices per kWh). */
 const quantity = decimalString({ maxIntegerDigits: 12, maxFractionDigits: 12 });
 const text = (max: number) => z.string().min(1).max(max);
+/** The published `params` objects: keys the document leaves open. */
+const jsonObject = z.record(z.string(), z.unknown());
 
 const lineItemSchema = z
   .strictObject({
@@ -46,6 +49,10 @@ const lineItemSchema = z
     net_amount: money,
     price_per_unit: quantity.optional(),
     units: z.array(quantity).max(1000).optional(),
+    external_rate_identifier: text(255).optional(),
+    rate_specification_code: text(255).optional(),
+    time_series_specification_code: text(255).optional(),
+    params: jsonObject.optional(),
   })
   .check(
     crossFieldCheck((li, ctx) => {
@@ -62,10 +69,15 @@ const taxItemSchema = z.strictObject({
   value_taxed: money,
   rate: quantity,
   unit_type: choice(['PROPORTION', 'CURRENCY_PER_KWH']),
+  params: jsonObject.optional(),
 });
 
-/** One transaction: field types here, the per-type rules in the check, all reported with attrs. */
-export const transactionSchema = z
+/**
+ * One transaction: field types here, the per-type rules in the check, all reported with attrs.
+ * Reasons and payment types are read from the deployment's reference lists at parse time.
+ */
+export function makeTransactionSchema(reference: ReferenceData) {
+  return z
   .strictObject({
     transaction_id: text(255),
     transaction_date: dateString,
@@ -77,6 +89,9 @@ export const transactionSchema = z
     display_note: z.string().max(5000).optional(),
     note: z.string().max(5000).optional(),
     product_code: text(255).optional(),
+    billing_document_identifier: text(255).optional(),
+    to_prepay_meter_serial_number: text(255).optional(),
+    supply_point_identifier: text(255).optional(),
     line_items: z.array(lineItemSchema).max(1000).optional(),
     tax_items: z.array(taxItemSchema).max(100).optional(),
   })
@@ -90,28 +105,32 @@ export const transactionSchema = z
       if (type === 'SUPPLY_CHARGE' && Array.isArray(t.line_items) && t.line_items.length === 0 && ctx.parsed(['line_items'])) {
         ctx.addIssue('min_items', 'A SUPPLY_CHARGE needs at least one line item.', ['line_items']);
       }
-      if (typeof t.reason === 'string' && ctx.parsed(['reason']) && !REASONS[type].includes(t.reason)) {
-        ctx.addIssue('invalid_choice', `'${t.reason}' is not a valid reason for ${type}; expected one of ${REASONS[type].join(', ')}.`, ['reason']);
+      if (typeof t.reason === 'string' && ctx.parsed(['reason']) && !reference.values(REASON_KIND[type]).has(t.reason)) {
+        ctx.addIssue('invalid_choice', `'${t.reason.slice(0, 64)}' is not a reason this platform takes for ${type} transactions.`, ['reason']);
       }
       if (typeof t.payment_type === 'string' && ctx.parsed(['payment_type'])) {
-        const allowed = PAYMENT_TYPES[type];
-        if (!allowed) ctx.addIssue('invalid_choice', `payment_type does not apply to ${type} transactions.`, ['payment_type']);
-        else if (!allowed.includes(t.payment_type)) {
-          ctx.addIssue('invalid_choice', `'${t.payment_type}' is not a valid payment_type for ${type}; expected one of ${allowed.join(', ')}.`, ['payment_type']);
+        const kind = PAYMENT_TYPE_KIND[type];
+        if (!kind) ctx.addIssue('invalid_choice', `payment_type does not apply to ${type} transactions.`, ['payment_type']);
+        else if (!reference.values(kind).has(t.payment_type)) {
+          ctx.addIssue('invalid_choice', `'${t.payment_type.slice(0, 64)}' is not a payment_type this platform takes for ${type} transactions.`, ['payment_type']);
         }
       }
     }),
   )
   .meta({ id: 'Transaction' });
+}
+
+/** For the OpenAPI document and the types: the schema over the seeded lists. */
+export const transactionSchema = makeTransactionSchema(seededReferenceData());
 export type TransactionInput = z.output<typeof transactionSchema>;
 
 /** The outer shape; each transaction is checked on its own so the first failing one can be reported. */
 export const transactionsRequestSchema = z
-  .strictObject({ ...accountPairShape, transactions: z.array(z.unknown()).min(1).max(MAX_TRANSACTIONS_PER_REQUEST) })
+  .strictObject({ ...accountPairShape, dry_run: z.boolean().optional(), transactions: z.array(z.unknown()).min(1).max(MAX_TRANSACTIONS_PER_REQUEST) })
   .meta({ id: 'TransactionsRequest' });
 
 /** For the OpenAPI document: the request as clients send it. */
-export const transactionsRequestDocSchema = z.strictObject({ ...accountPairShape, transactions: z.array(transactionSchema) });
+export const transactionsRequestDocSchema = z.strictObject({ ...accountPairShape, dry_run: z.boolean().optional(), transactions: z.array(transactionSchema) });
 
 const booleanParam = z
   .string()

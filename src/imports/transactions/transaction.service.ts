@@ -4,10 +4,11 @@ import { chunkRows } from '../../db/chunked.js';
 import type { Database, Executor } from '../../db/database.js';
 import { AppError } from '../../errors.js';
 import { findImportedAccountSupplier } from '../shared/account-lookup.js';
-import { runLocked, type AccountPair, type ExtrasContext, type ImportedAccount, type LockedWrite } from '../shared/imported-account.js';
+import { runLocked, runLockedDry, type AccountPair, type ExtrasContext, type ImportedAccount, type LockedWrite } from '../shared/imported-account.js';
 import { issuesToItems, parseOrThrow } from '../shared/validation.js';
+import type { ReferenceData } from '../reference/reference.service.js';
 import {
-  transactionSchema,
+  makeTransactionSchema,
   transactionsQuerySchema,
   transactionsRequestSchema,
   type TransactionInput,
@@ -58,17 +59,22 @@ export async function openPeriodStart(db: Executor, account: Pick<ImportedAccoun
 export interface TransactionServiceDeps {
   db: Kysely<Database>;
   clock: Clock;
+  reference: ReferenceData;
 }
 
 type Parsed = { ok: true; tx: TransactionInput } | { ok: false; error: TransactionImportError };
 
 export function createTransactionService(deps: TransactionServiceDeps) {
+  const transactionSchema = makeTransactionSchema(deps.reference);
+
   /**
    * Imports a request's transactions all or nothing. Each is checked in input order; the first that
    * fails aborts the request (nothing written) and is the one reported.
    */
   async function importTransactions(input: unknown, query: unknown): Promise<TransactionResult[]> {
     const write = await prepareTransactions(input, query);
+    // The published dry_run: every check and write runs, then rolls back; the answer is what would happen.
+    if ((input as { dry_run?: unknown }).dry_run === true) return runLockedDry(deps.db, input as AccountPair, write);
     return runLocked(deps.db, input as AccountPair, write); // prepare has checked the pair
   }
 
@@ -77,7 +83,8 @@ export function createTransactionService(deps: TransactionServiceDeps) {
     const req = parseOrThrow(transactionsRequestSchema, input, 'invalid_request', 'Invalid request.');
     const opts = parseOrThrow(transactionsQuerySchema, query ?? {}, 'invalid_request', 'Invalid query parameters.');
     await findImportedAccountSupplier(ctx.db ?? deps.db, req.import_supplier, req.external_account_number, ctx.supplier);
-    const parsed = req.transactions.map((raw, i) => parseOne(raw, i));
+    await deps.reference.refresh();
+    const parsed = req.transactions.map((raw, i) => parseOne(transactionSchema, raw, i));
 
     return async (trx, account) => {
       const today = utcDate(deps.clock.now());
@@ -159,8 +166,8 @@ export function createTransactionService(deps: TransactionServiceDeps) {
 
 export type TransactionService = ReturnType<typeof createTransactionService>;
 
-function parseOne(raw: unknown, i: number): Parsed {
-  const r = transactionSchema.safeParse(raw, { reportInput: true });
+function parseOne(schema: ReturnType<typeof makeTransactionSchema>, raw: unknown, i: number): Parsed {
+  const r = schema.safeParse(raw, { reportInput: true });
   if (r.success) return { ok: true, tx: r.data };
   const first = issuesToItems(r.error.issues)[0]!;
   const attr = first.attr === null ? `transactions.${i}` : `transactions.${i}.${first.attr}`;
@@ -199,6 +206,9 @@ async function insertTransactions(
     display_note: tx.display_note ?? null,
     note: tx.note ?? null,
     product_code: tx.product_code ?? null,
+    billing_document_identifier: tx.billing_document_identifier ?? null,
+    to_prepay_meter_serial_number: tx.to_prepay_meter_serial_number ?? null,
+    supply_point_identifier: tx.supply_point_identifier ?? null,
   }));
   const inserted: Array<{ id: string; transaction_id: string }> = [];
   for (const chunk of chunkRows(rows)) {
@@ -236,6 +246,10 @@ async function insertTransactions(
       net_amount: li.net_amount,
       price_per_unit: li.price_per_unit ?? null,
       units: li.units ?? null,
+      external_rate_identifier: li.external_rate_identifier ?? null,
+      rate_specification_code: li.rate_specification_code ?? null,
+      time_series_specification_code: li.time_series_specification_code ?? null,
+      params: li.params === undefined ? null : JSON.stringify(li.params),
     })),
   );
   for (const chunk of chunkRows(lineItems)) await trx.insertInto('transaction_line_items').values(chunk).execute();
@@ -248,6 +262,7 @@ async function insertTransactions(
       value_taxed: t.value_taxed,
       rate: t.rate,
       unit_type: t.unit_type,
+      params: t.params === undefined ? null : JSON.stringify(t.params),
     })),
   );
   for (const chunk of chunkRows(taxItems)) await trx.insertInto('transaction_tax_items').values(chunk).execute();

@@ -190,7 +190,8 @@ describe('notes: validation', () => {
     const before = await h.ctx.tableCounts();
     const res = await postNotes('N-VALID', [
       { document_paths: [{ document_path: '../x' }] },
-      { document_paths: [{ document_path: '/etc/passwd' }] },
+      // One leading / is the supplier's root (decisions §1); a second one cannot climb out of it.
+      { document_paths: [{ document_path: '//etc/passwd' }] },
       { body: 'b', document_paths: [{ document_path: 'letters/welcome.txt' }, { document_path: '../outside.txt' }] },
       { document_paths: [{ document_path: 'letters/../letters/welcome.txt' }] },
     ]);

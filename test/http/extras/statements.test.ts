@@ -130,8 +130,9 @@ describe('historical statements: validation', () => {
     expect(await h.ctx.tableCounts()).toEqual(before);
   });
 
-  it('requires every field but statement_path', async () => {
-    const fields = ['statement_id', 'bill_period_from_date', 'bill_period_to_date', 'issued_date', 'number', 'gross_amount'];
+  // Decisions §3, as published: issued_date, number, gross_amount and statement_path are optional.
+  it('requires bill_period_from_date, bill_period_to_date and statement_id', async () => {
+    const fields = ['statement_id', 'bill_period_from_date', 'bill_period_to_date'];
     const sent = fields.map((f, i) => {
       const s = statement(`R-${i}`, `2022-0${i + 1}-01`, `2022-0${i + 1}-10`);
       delete s[f];
@@ -177,7 +178,7 @@ describe('historical statements: documents', () => {
     expect(await h.ctx.tableCounts()).toEqual(before);
   });
 
-  it.each([['../x.pdf'], ['/etc/passwd'], ['statements/../statements/2025-01.pdf']])('refuses the path %s: invalid_document_path', async (path) => {
+  it.each([['../x.pdf'], ['//etc/passwd'], ['/../x.pdf'], ['statements/../statements/2025-01.pdf']])('refuses the path %s: invalid_document_path', async (path) => {
     const res = await postStatements('H-DOC', [statement('D-4', '2025-04-01', '2025-04-30', { statement_path: path })]);
     const errors = expectEnvelope(res, 400, 'invalid_request');
     expect(pairs(errors)).toEqual(['invalid_document_path@statements.0.statement_path']);
