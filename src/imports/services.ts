@@ -1,5 +1,6 @@
 import type { Deps } from '../deps.js';
 import { createAccountService } from './accounts/account.service.js';
+import { makeEmbeddedExtras } from './accounts/embedded-extras.js';
 import { createBatchService } from './batches/batch.service.js';
 import { createNoteService } from './notes/note.service.js';
 import { createPaymentInstructionService } from './payment-instructions/payment-instruction.service.js';
@@ -8,12 +9,16 @@ import { createTransactionService } from './transactions/transaction.service.js'
 
 /** The domain core: built once per process, called by the REST routes and the queue workers alike. */
 export function createServices(deps: Deps) {
+  const notes = createNoteService(deps);
+  const transactions = createTransactionService(deps);
+  const statements = createStatementService(deps);
+  const paymentInstructions = createPaymentInstructionService(deps);
   return {
-    accounts: createAccountService(deps),
-    notes: createNoteService(deps),
-    transactions: createTransactionService(deps),
-    statements: createStatementService(deps),
-    paymentInstructions: createPaymentInstructionService(deps),
+    accounts: createAccountService({ ...deps, embeddedExtras: makeEmbeddedExtras({ notes, transactions, statements, paymentInstructions }) }),
+    notes,
+    transactions,
+    statements,
+    paymentInstructions,
     batches: createBatchService(deps),
   };
 }

@@ -55,6 +55,10 @@ describe('the published example account, imported and read back', () => {
   let body: Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- asserted field by field below
 
   beforeAll(async () => {
+    // The documents its note and statements name, under the supplier's documents root ('/' is the root).
+    await ctx.deps.documents.put('notes/1234/attachment.jpg', 'a photo');
+    await ctx.deps.documents.put('EXTERNAL-1234/2019-06-01-to-2019-07-01.pdf', '%PDF-1.4 June');
+    await ctx.deps.documents.put('EXTERNAL-1234/2019-07-01-to-2019-08-01.pdf', '%PDF-1.4 July');
     ({ validated } = await importAccount(example));
     const res = await readBack(S, example.external_account_number);
     expect(res.statusCode, res.body).toBe(200);
@@ -63,6 +67,30 @@ describe('the published example account, imported and read back', () => {
 
   it('keeps the whole validated payload with the account', () => {
     expect(body.payload).toEqual(validated);
+  });
+
+  it("imports the account's own note, statements and ledger transactions with it (decisions §1)", async () => {
+    expect(body.counts).toEqual({ notes: 1, transactions: 4, statements: 2, payment_instructions: 0 });
+    const id = (await ctx.deps.db.selectFrom('accounts').select('id').where('number', '=', body.service_account_number).executeTakeFirstOrThrow()).id;
+    const txs = await ctx.deps.db
+      .selectFrom('account_transactions')
+      .select(['transaction_id', 'type', 'reason', 'payment_type', 'transaction_date', 'original_transaction_date'])
+      .where('account_id', '=', id)
+      .orderBy('transaction_id')
+      .execute();
+    // Historical and current transactions keep their own dates: none is moved into the open period.
+    expect(txs).toEqual([
+      { transaction_id: '1', type: 'REPAYMENT', reason: 'FULL_CREDIT_REFUND', payment_type: '', transaction_date: '2019-08-04', original_transaction_date: null },
+      { transaction_id: '2', type: 'PAYMENT', reason: 'ACCOUNT_CHARGE_PAYMENT', payment_type: null, transaction_date: '2019-08-05', original_transaction_date: null },
+      { transaction_id: '3', type: 'PAYMENT', reason: 'ACCOUNT_CHARGE_PAYMENT', payment_type: null, transaction_date: '2018-08-05', original_transaction_date: null },
+      { transaction_id: '4', type: 'CREDIT', reason: 'DIRECT_DEBIT_DISCOUNT', payment_type: null, transaction_date: '2018-07-05', original_transaction_date: null },
+    ]);
+    const statements = await ctx.deps.db.selectFrom('historical_statements').select(['statement_id', 'bill_period_from_date', 'bill_period_to_date']).where('account_id', '=', id).orderBy('bill_period_from_date').execute();
+    // The two periods touch (one ends the day the next begins): not an overlap (decisions §1).
+    expect(statements).toEqual([
+      { statement_id: '54321', bill_period_from_date: '2019-06-01', bill_period_to_date: '2019-07-01' },
+      { statement_id: '12345', bill_period_from_date: '2019-07-01', bill_period_to_date: '2019-08-01' },
+    ]);
   });
 
   it('stores the account fields, by their request names', () => {
@@ -261,6 +289,21 @@ describe('a gas-and-electricity account with several registers', () => {
     expect(gas).toMatchObject({ identifier: mprn, shipper_mpid: 'TCL', meters: [{ meter_serial_number: 'G4GASMETER', gas_number_of_digits: 5 }] });
     expect(body.payload).toEqual(validated);
     expect(body.counts).toEqual({ notes: 0, transactions: 0, statements: 0, payment_instructions: 0 });
+  });
+});
+
+describe("the account's own extras are all or nothing with it", () => {
+  it('a note whose document is not in storage fails the account at its place, and nothing is created', async () => {
+    const payload = accountPayload(S, 'EMB-FAIL', {
+      notes: [{ body: 'Kept only if the account is' }, { body: 'With a letter', document_paths: [{ document_path: 'missing/letter.pdf' }] }],
+    });
+    const staged = await post('/v1/data-import/account-import-process/create-or-update/', payload);
+    expect(staged.statusCode, staged.body).toBe(201);
+    const before = await ctx.tableCounts();
+    const res = await post('/v1/data-import/account-import-process/process/', { import_supplier_code: S, external_account_number: 'EMB-FAIL', operations_team_name: TEAM });
+    expect(res.statusCode).toBe(400);
+    expect(res.json()).toMatchObject({ code: 'account_failed_validation', errors: [{ code: 'document_not_found', attr: 'notes.1.document_paths.0.document_path' }] });
+    expect(await ctx.tableCounts()).toEqual(before);
   });
 });
 

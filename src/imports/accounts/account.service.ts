@@ -27,6 +27,7 @@ import {
 } from './account.repository.js';
 import type { ReferenceData } from '../reference/reference.service.js';
 import { insertAccount, readAccountTree } from './account-tree.repository.js';
+import type { EmbeddedExtras } from './embedded-extras.js';
 import { accountView, type ImportedAccountView } from './account-view.js';
 import { makeAccountDataSchema, meterPointIdentifiers, type AccountData } from './account.schemas.js';
 
@@ -82,6 +83,8 @@ export interface AccountServiceDeps {
   inProgress: InProgressMarkers;
   queues: Queues;
   reference: ReferenceData;
+  /** Imports the account's own notes, statements, transactions and payment instructions as it is created. */
+  embeddedExtras?: EmbeddedExtras;
 }
 
 const FAILED_VALIDATION = 'Account data failed validation.';
@@ -251,8 +254,13 @@ export function createAccountService(deps: AccountServiceDeps) {
     await deps.reference.refresh();
     const data = parseOrThrow(schema, process.payload, 'account_failed_validation', FAILED_VALIDATION) as AccountData;
     const number = await nextAccountNumber(trx);
+    // The account's own extras are checked (documents, the payment vendor) before anything is written.
+    const embedded = deps.embeddedExtras ? await deps.embeddedExtras(data, supplier, trx) : null;
     const account = await insertAccount(trx, { number, supplierId: supplier.id, teamId: team.id, data, now: deps.clock.now() });
     await linkAccount(trx, process.id, account.id);
+    if (embedded) {
+      await embedded(trx, { id: account.id, number, createdAt: account.created_at, lastStatementClosingDate: data.last_statement_closing_date ?? null, supplier });
+    }
     // The e-mail row commits (or rolls back, as in a dry run) with the account: never one without the other.
     const recipient = data.billing_email ?? data.customers?.find((c) => c.email)?.email ?? undefined;
     const welcomeEmail = supplier.send_customer_emails && recipient !== undefined;

@@ -36,6 +36,11 @@ export interface ExtrasContext {
   db?: Executor;
   /** The pair's supplier as the caller just read it. The lock still checks the account and the supplier's status. */
   supplier?: ImportSupplier;
+  /**
+   * The extras come from inside the account payload, imported as the account is created: its own
+   * rules have already placed each transaction in its statement period (decisions §1).
+   */
+  fromAccount?: boolean;
 }
 
 /** An extras import's writes, checked and ready: run under the account's lock, in the caller's transaction. */

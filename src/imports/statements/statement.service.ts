@@ -21,7 +21,11 @@ interface Period {
   from: string;
   to: string;
 }
-const overlaps = (a: Period, b: Period) => a.from <= b.to && b.from <= a.to;
+/**
+ * Periods overlap when they share more than an end: one statement's bill_period_to_date may be the
+ * next one's bill_period_from_date, as the published examples send them (decisions §1).
+ */
+const overlaps = (a: Period, b: Period) => (a.from < b.to && b.from < a.to) || (a.from === b.from && a.to === b.to);
 
 export interface StatementServiceDeps {
   db: Kysely<Database>;

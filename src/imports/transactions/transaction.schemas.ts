@@ -85,7 +85,8 @@ export function makeTransactionSchema(reference: ReferenceData) {
     type: choice(TRANSACTION_TYPES),
     reason: text(64).optional(),
     reference: text(255).optional(),
-    payment_type: text(64).optional(),
+    // "" is a published REPAYMENT payment type (the document's example account sends it).
+    payment_type: z.string().max(64).optional(),
     display_note: z.string().max(5000).optional(),
     note: z.string().max(5000).optional(),
     product_code: text(255).optional(),

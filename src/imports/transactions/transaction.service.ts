@@ -126,7 +126,7 @@ export function createTransactionService(deps: TransactionServiceDeps) {
         }
         let date = tx.transaction_date;
         let original: string | null = null;
-        if (date < start) {
+        if (date < start && !ctx.fromAccount) {
           if (!opts.force_add_to_current_statement || start > today) {
             throw new TransactionImportError(
               'transaction_outside_open_statement_period',
