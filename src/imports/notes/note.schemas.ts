@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { compareDatetimes, crossFieldCheck, datetimeString, isRecord } from '../shared/fields.js';
-import { accountPairShape } from '../shared/imported-account.js';
+import { accountNumberField, accountPairShape } from '../shared/imported-account.js';
 
 /** decisions §7 */
 export const MAX_NOTES_PER_REQUEST = 1000;
@@ -42,7 +42,7 @@ export const noteSchema = z
 export type NoteInput = z.output<typeof noteSchema>;
 
 export const notesRequestSchema = z
-  .strictObject({ ...accountPairShape, notes: z.array(noteSchema).min(1).max(MAX_NOTES_PER_REQUEST) })
+  .strictObject({ ...accountPairShape, account_number: accountNumberField, notes: z.array(noteSchema).min(1).max(MAX_NOTES_PER_REQUEST) })
   .meta({ id: 'NotesRequest' });
 
 export const noteResultSchema = z

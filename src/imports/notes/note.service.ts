@@ -6,7 +6,7 @@ import { AppError, item, type ErrorItem } from '../../errors.js';
 import { supplierForChecks } from '../shared/account-lookup.js';
 import { checkDocument } from '../shared/documents.js';
 import { parseIsoDatetime } from '../shared/fields.js';
-import { runLocked, type AccountPair, type ExtrasContext, type LockedWrite } from '../shared/imported-account.js';
+import { assertSameAccount, runLocked, type AccountPair, type ExtrasContext, type LockedWrite } from '../shared/imported-account.js';
 import { issuesToItems, sortByEntry } from '../shared/validation.js';
 import { notesRequestSchema, type NoteInput } from './note.schemas.js';
 
@@ -76,7 +76,10 @@ export function createNoteService(deps: NoteServiceDeps) {
     const req = parsed.data;
     if (!supplier) throw new AppError(500, 'internal_error', 'Account lookup failed.');
 
-    return (trx, account) => insertNew(trx, account.id, req.notes, now);
+    return (trx, account) => {
+      assertSameAccount(req.account_number, account);
+      return insertNew(trx, account.id, req.notes, now);
+    };
   }
 
   async function insertNew(trx: Executor, accountId: string, notes: NoteInput[], now: Date): Promise<NoteResult[]> {

@@ -25,6 +25,19 @@ export interface AccountPair {
   external_account_number: string;
 }
 
+/** The published, deprecated `account_number` of the notes and transactions bodies: the service account number. */
+export const accountNumberField = z.string().min(1).max(32).optional();
+
+/**
+ * A request that also names the account by its service number must name the same account as its
+ * pair; otherwise the account it names does not exist for this request (404 account_not_found).
+ */
+export function assertSameAccount(accountNumber: string | undefined, account: ImportedAccount): void {
+  if (accountNumber !== undefined && accountNumber !== account.number) {
+    throw notFound('account_not_found', `Account ${accountNumber} is not the account of this supplier and external account number.`);
+  }
+}
+
 /**
  * What an extras import may be told by its caller. The REST routes tell it nothing; the pipeline,
  * which has just read the item's supplier with its claim and runs all of a bundle's extras under

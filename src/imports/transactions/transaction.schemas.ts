@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { choice, crossFieldCheck, dateString, decimalString, isRecord } from '../shared/fields.js';
 import { seededReferenceData, type ReferenceData } from '../reference/reference.service.js';
 import type { ReferenceKind } from '../reference/reference.seed.js';
-import { accountPairShape } from '../shared/imported-account.js';
+import { accountNumberField, accountPairShape } from '../shared/imported-account.js';
 
 /** decisions §7 */
 export const MAX_TRANSACTIONS_PER_REQUEST = 5000;
@@ -127,11 +127,16 @@ export type TransactionInput = z.output<typeof transactionSchema>;
 
 /** The outer shape; each transaction is checked on its own so the first failing one can be reported. */
 export const transactionsRequestSchema = z
-  .strictObject({ ...accountPairShape, dry_run: z.boolean().optional(), transactions: z.array(z.unknown()).min(1).max(MAX_TRANSACTIONS_PER_REQUEST) })
+  .strictObject({
+    ...accountPairShape,
+    account_number: accountNumberField,
+    dry_run: z.boolean().optional(),
+    transactions: z.array(z.unknown()).min(1).max(MAX_TRANSACTIONS_PER_REQUEST),
+  })
   .meta({ id: 'TransactionsRequest' });
 
 /** For the OpenAPI document: the request as clients send it. */
-export const transactionsRequestDocSchema = z.strictObject({ ...accountPairShape, dry_run: z.boolean().optional(), transactions: z.array(transactionSchema) });
+export const transactionsRequestDocSchema = z.strictObject({ ...accountPairShape, account_number: accountNumberField, dry_run: z.boolean().optional(), transactions: z.array(transactionSchema) });
 
 const booleanParam = z
   .string()

@@ -4,7 +4,7 @@ import { chunkRows } from '../../db/chunked.js';
 import type { Database, Executor } from '../../db/database.js';
 import { AppError } from '../../errors.js';
 import { findImportedAccountSupplier } from '../shared/account-lookup.js';
-import { runLocked, runLockedDry, type AccountPair, type ExtrasContext, type ImportedAccount, type LockedWrite } from '../shared/imported-account.js';
+import { assertSameAccount, runLocked, runLockedDry, type AccountPair, type ExtrasContext, type ImportedAccount, type LockedWrite } from '../shared/imported-account.js';
 import { issuesToItems, parseOrThrow } from '../shared/validation.js';
 import type { ReferenceData } from '../reference/reference.service.js';
 import {
@@ -87,6 +87,7 @@ export function createTransactionService(deps: TransactionServiceDeps) {
     const parsed = req.transactions.map((raw, i) => parseOne(transactionSchema, raw, i));
 
     return async (trx, account) => {
+      assertSameAccount(req.account_number, account);
       const today = utcDate(deps.clock.now());
       const start = await openPeriodStart(trx, account);
       const ids = parsed.flatMap((p) => (p.ok ? [p.tx.transaction_id] : []));

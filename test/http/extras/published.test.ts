@@ -138,6 +138,19 @@ describe('the published examples, as sent', () => {
   });
 });
 
+describe('the published, deprecated account_number of the notes and transactions bodies', () => {
+  it("is accepted when it is the pair's own account, and answers 404 account_not_found when it names another", async () => {
+    const number = (await h.rows<{ number: string }>('SELECT number FROM accounts WHERE id = $1', [await h.accountId(EXT)]))[0]!.number;
+    const own = await h.post(URLS.notes, retarget({ account_number: number, notes: [{ body: 'Named twice, consistently' }] }));
+    expect(own.statusCode, own.body).toBe(201);
+    const other = await h.post(URLS.notes, retarget({ account_number: 'A-00000000', notes: [{ body: 'Named inconsistently' }] }));
+    expect(expectEnvelope(other, 404, 'account_not_found')).toEqual([]);
+    const tx = await h.post(URLS.transactions, retarget({ account_number: 'A-00000000', transactions: [{ transaction_id: 'AN-1', transaction_date: '2026-01-10', amount: '1', type: 'PAYMENT' }] }));
+    expect(expectEnvelope(tx, 404, 'account_not_found')).toEqual([]);
+    expect(await h.rows(`SELECT 1 FROM account_transactions WHERE transaction_id = 'AN-1'`)).toEqual([]);
+  });
+});
+
 describe('reference lists (decisions §6)', () => {
   const charge = (id: string, reason: string) => ({ transaction_id: id, transaction_date: '2026-01-10', amount: '3.00', type: 'CHARGE', reason });
 
