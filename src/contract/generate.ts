@@ -116,6 +116,9 @@ export const REFERENCE_ENUMS: Record<string, string> = {
   'LegacyPaymentInstruction.type': 'PAYMENT_INSTRUCTION_TYPE',
 };
 
+/** The most entries any list of a request may hold where the document gives no maximum (`too_many_items`). */
+export const MAX_LIST_ITEMS = 5000;
+
 function base(p: ContractProperty, at: string): string {
   if (p.ref) return identifier(p.ref);
   if (p.enum && at in DEPLOYMENT_ENUMS) return `b.text(${limits([['maxLength', p.maxLength ?? 255]])})`;
@@ -125,7 +128,9 @@ function base(p: ContractProperty, at: string): string {
     case 'array': {
       if (!p.items) throw new Error(`${at}: array without items`);
       const item = `h.field(${JSON.stringify(`${at}[]`)}, ${base(p.items, `${at}[]`)})`;
-      const l = limits([['minItems', p.minItems], ['maxItems', p.maxItems]]);
+      // Every list is bounded: the document sets no maximum, and an unbounded one would let a single
+      // request carry work (and positions) past what one account can hold (decisions §7's spirit).
+      const l = limits([['minItems', p.minItems], ['maxItems', p.maxItems ?? MAX_LIST_ITEMS]]);
       return `b.array(${item}${l ? `, ${l}` : ''})`;
     }
     case 'string':

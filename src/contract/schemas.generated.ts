@@ -25,7 +25,7 @@ export function buildContractSchemas(h: ContractHooks) {
   const Note = h.object("Note", {
     "body": b.optional(h.field("Note.body", b.text())),
     "created_at": b.optional(h.field("Note.created_at", b.datetime())),
-    "document_paths": b.optional(h.field("Note.document_paths", b.array(h.field("Note.document_paths[]", NoteDocument)))),
+    "document_paths": b.optional(h.field("Note.document_paths", b.array(h.field("Note.document_paths[]", NoteDocument), { maxItems: 5000 }))),
     "external_id": b.optional(h.field("Note.external_id", b.text())),
     "is_archived": b.optional(h.field("Note.is_archived", b.boolean())),
     "is_pinned": b.optional(h.field("Note.is_pinned", b.boolean())),
@@ -35,7 +35,7 @@ export function buildContractSchemas(h: ContractHooks) {
     "account_number": b.optional(h.field("AccountNote.account_number", b.text())),
     "external_account_number": b.optional(h.field("AccountNote.external_account_number", b.text())),
     "import_supplier": h.field("AccountNote.import_supplier", b.text({ maxLength: 255 })),
-    "notes": h.field("AccountNote.notes", b.array(h.field("AccountNote.notes[]", Note))),
+    "notes": h.field("AccountNote.notes", b.array(h.field("AccountNote.notes[]", Note), { maxItems: 5000 })),
   });
   const PortfolioReference = h.object("PortfolioReference", {
     "namespace": h.field("PortfolioReference.namespace", b.choice(["external-portfolio-reference-id","portfolio-label"])),
@@ -49,8 +49,8 @@ export function buildContractSchemas(h: ContractHooks) {
   });
   const AccountPortfolio = h.object("AccountPortfolio", {
     "billing_name": b.optional(h.field("AccountPortfolio.billing_name", b.text({ maxLength: 510 }))),
-    "notes": b.optional(h.field("AccountPortfolio.notes", b.array(h.field("AccountPortfolio.notes[]", Note)))),
-    "portfolio_references": b.optional(h.field("AccountPortfolio.portfolio_references", b.array(h.field("AccountPortfolio.portfolio_references[]", PortfolioReference)))),
+    "notes": b.optional(h.field("AccountPortfolio.notes", b.array(h.field("AccountPortfolio.notes[]", Note), { maxItems: 5000 }))),
+    "portfolio_references": b.optional(h.field("AccountPortfolio.portfolio_references", b.array(h.field("AccountPortfolio.portfolio_references[]", PortfolioReference), { maxItems: 5000 }))),
     "portfolio_settings": b.optionalNullable(h.field("AccountPortfolio.portfolio_settings", PortfolioSettings)),
   });
   const AccountReference = h.object("AccountReference", {
@@ -84,8 +84,8 @@ export function buildContractSchemas(h: ContractHooks) {
   });
   const BusinessPortfolio = h.object("BusinessPortfolio", {
     "billing_name": b.optional(h.field("BusinessPortfolio.billing_name", b.text({ maxLength: 510 }))),
-    "notes": b.optional(h.field("BusinessPortfolio.notes", b.array(h.field("BusinessPortfolio.notes[]", Note)))),
-    "portfolio_references": h.field("BusinessPortfolio.portfolio_references", b.array(h.field("BusinessPortfolio.portfolio_references[]", PortfolioReference), { minItems: 1 })),
+    "notes": b.optional(h.field("BusinessPortfolio.notes", b.array(h.field("BusinessPortfolio.notes[]", Note), { maxItems: 5000 }))),
+    "portfolio_references": h.field("BusinessPortfolio.portfolio_references", b.array(h.field("BusinessPortfolio.portfolio_references[]", PortfolioReference), { minItems: 1, maxItems: 5000 })),
     "portfolio_settings": b.optionalNullable(h.field("BusinessPortfolio.portfolio_settings", PortfolioSettings)),
   });
   const CustomerAlternativeNumber = h.object("CustomerAlternativeNumber", {
@@ -96,9 +96,9 @@ export function buildContractSchemas(h: ContractHooks) {
     "value": h.field("CustomerUserDetail.value", b.anyValue()),
   });
   const BusinessUser = h.object("BusinessUser", {
-    "alternative_phone_numbers": b.optional(h.field("BusinessUser.alternative_phone_numbers", b.array(h.field("BusinessUser.alternative_phone_numbers[]", CustomerAlternativeNumber)))),
-    "business_roles": h.field("BusinessUser.business_roles", b.array(h.field("BusinessUser.business_roles[]", b.choice(["POWER_OF_ATTORNEY","NEIGHBOUR","LOA_LEVEL_1","LOA_LEVEL_3","CARER","ADMIN","EXECUTOR","LOA_LEVEL_2","STUDENT_HOUSE","FRIEND_FAMILY_MEMBER"])))),
-    "contact_emails": b.optional(h.field("BusinessUser.contact_emails", b.array(h.field("BusinessUser.contact_emails[]", b.emailAddress())))),
+    "alternative_phone_numbers": b.optional(h.field("BusinessUser.alternative_phone_numbers", b.array(h.field("BusinessUser.alternative_phone_numbers[]", CustomerAlternativeNumber), { maxItems: 5000 }))),
+    "business_roles": h.field("BusinessUser.business_roles", b.array(h.field("BusinessUser.business_roles[]", b.choice(["POWER_OF_ATTORNEY","NEIGHBOUR","LOA_LEVEL_1","LOA_LEVEL_3","CARER","ADMIN","EXECUTOR","LOA_LEVEL_2","STUDENT_HOUSE","FRIEND_FAMILY_MEMBER"])), { maxItems: 5000 })),
+    "contact_emails": b.optional(h.field("BusinessUser.contact_emails", b.array(h.field("BusinessUser.contact_emails[]", b.emailAddress()), { maxItems: 5000 }))),
     "credit_assessment_id": b.optionalNullable(h.field("BusinessUser.credit_assessment_id", b.text())),
     "credit_result": b.optionalNullable(h.field("BusinessUser.credit_result", b.text())),
     "credit_risk_bracket": b.optionalNullable(h.field("BusinessUser.credit_risk_bracket", b.choice(["LOW","MID","HIGH","UNKNOWN",""]))),
@@ -115,16 +115,16 @@ export function buildContractSchemas(h: ContractHooks) {
     "salutation": b.optionalNullable(h.field("BusinessUser.salutation", b.text({ maxLength: 128 }))),
     "title": b.optionalNullable(h.field("BusinessUser.title", b.text({ maxLength: 20 }))),
     "unable_to_read_meters": b.optional(h.field("BusinessUser.unable_to_read_meters", b.boolean())),
-    "user_details": b.optional(h.field("BusinessUser.user_details", b.array(h.field("BusinessUser.user_details[]", CustomerUserDetail)))),
+    "user_details": b.optional(h.field("BusinessUser.user_details", b.array(h.field("BusinessUser.user_details[]", CustomerUserDetail), { maxItems: 5000 }))),
   });
   const BaseBusiness = h.object("BaseBusiness", {
     "business_type": b.optional(h.field("BaseBusiness.business_type", b.choice(["SOLE_TRADER","LTD","PTY_LTD","PARTNERSHIP","CHARITY","PLC","LLP","TRUST","TRADING_AS","GOVERNMENT","NON_PROFIT","CHURCH","HOMEOWNER_ASSOCIATION","TBD"]))),
     "company_name": b.optional(h.field("BaseBusiness.company_name", b.text({ maxLength: 255 }))),
     "company_number": b.optional(h.field("BaseBusiness.company_number", b.text({ maxLength: 100 }))),
-    "details": b.optional(h.field("BaseBusiness.details", b.array(h.field("BaseBusiness.details[]", BusinessDetail)))),
-    "portfolios": b.optional(h.field("BaseBusiness.portfolios", b.array(h.field("BaseBusiness.portfolios[]", BusinessPortfolio)))),
+    "details": b.optional(h.field("BaseBusiness.details", b.array(h.field("BaseBusiness.details[]", BusinessDetail), { maxItems: 5000 }))),
+    "portfolios": b.optional(h.field("BaseBusiness.portfolios", b.array(h.field("BaseBusiness.portfolios[]", BusinessPortfolio), { maxItems: 5000 }))),
     "segment_name": b.optional(h.field("BaseBusiness.segment_name", b.anyValue())),
-    "users": b.optional(h.field("BaseBusiness.users", b.array(h.field("BaseBusiness.users[]", BusinessUser)))),
+    "users": b.optional(h.field("BaseBusiness.users", b.array(h.field("BaseBusiness.users[]", BusinessUser), { maxItems: 5000 }))),
   });
   const BasePaymentPreference = h.object("BasePaymentPreference", {
     "ledger_identifier": h.field("BasePaymentPreference.ledger_identifier", b.text()),
@@ -132,14 +132,14 @@ export function buildContractSchemas(h: ContractHooks) {
   });
   const BusinessWithExistingContracts = h.object("BusinessWithExistingContracts", {
     "business_contract_identifier": b.optional(h.field("BusinessWithExistingContracts.business_contract_identifier", b.text())),
-    "business_contract_identifiers": b.optional(h.field("BusinessWithExistingContracts.business_contract_identifiers", b.array(h.field("BusinessWithExistingContracts.business_contract_identifiers[]", b.text())))),
+    "business_contract_identifiers": b.optional(h.field("BusinessWithExistingContracts.business_contract_identifiers", b.array(h.field("BusinessWithExistingContracts.business_contract_identifiers[]", b.text()), { maxItems: 5000 }))),
     "business_type": b.optional(h.field("BusinessWithExistingContracts.business_type", b.choice(["SOLE_TRADER","LTD","PTY_LTD","PARTNERSHIP","CHARITY","PLC","LLP","TRUST","TRADING_AS","GOVERNMENT","NON_PROFIT","CHURCH","HOMEOWNER_ASSOCIATION","TBD"]))),
     "company_name": b.optional(h.field("BusinessWithExistingContracts.company_name", b.text({ maxLength: 255 }))),
     "company_number": b.optional(h.field("BusinessWithExistingContracts.company_number", b.text({ maxLength: 100 }))),
-    "details": b.optional(h.field("BusinessWithExistingContracts.details", b.array(h.field("BusinessWithExistingContracts.details[]", BusinessDetail)))),
-    "portfolios": b.optional(h.field("BusinessWithExistingContracts.portfolios", b.array(h.field("BusinessWithExistingContracts.portfolios[]", BusinessPortfolio)))),
+    "details": b.optional(h.field("BusinessWithExistingContracts.details", b.array(h.field("BusinessWithExistingContracts.details[]", BusinessDetail), { maxItems: 5000 }))),
+    "portfolios": b.optional(h.field("BusinessWithExistingContracts.portfolios", b.array(h.field("BusinessWithExistingContracts.portfolios[]", BusinessPortfolio), { maxItems: 5000 }))),
     "segment_name": b.optional(h.field("BusinessWithExistingContracts.segment_name", b.anyValue())),
-    "users": b.optional(h.field("BusinessWithExistingContracts.users", b.array(h.field("BusinessWithExistingContracts.users[]", BusinessUser)))),
+    "users": b.optional(h.field("BusinessWithExistingContracts.users", b.array(h.field("BusinessWithExistingContracts.users[]", BusinessUser), { maxItems: 5000 }))),
   });
   const Business = h.field("Business", b.oneOf("enforce_business_contracts_exist", { "false": BaseBusiness, "null": BaseBusiness, "true": BusinessWithExistingContracts }));
   const ComplaintContact = h.object("ComplaintContact", {
@@ -152,7 +152,7 @@ export function buildContractSchemas(h: ContractHooks) {
   const Complaint = h.object("Complaint", {
     "complainant_email": h.field("Complaint.complainant_email", b.emailAddress()),
     "complainant_name": h.field("Complaint.complainant_name", b.text({ maxLength: 255 })),
-    "complaint_contacts": h.field("Complaint.complaint_contacts", b.array(h.field("Complaint.complaint_contacts[]", ComplaintContact))),
+    "complaint_contacts": h.field("Complaint.complaint_contacts", b.array(h.field("Complaint.complaint_contacts[]", ComplaintContact), { maxItems: 5000 })),
     "created_at": h.field("Complaint.created_at", b.datetime()),
     "has_chsr_letter_been_sent": h.field("Complaint.has_chsr_letter_been_sent", b.boolean()),
     "has_eight_week_letter_been_sent": h.field("Complaint.has_eight_week_letter_been_sent", b.boolean()),
@@ -172,7 +172,7 @@ export function buildContractSchemas(h: ContractHooks) {
     "active_period_start_date": h.field("ContributionSchemeAgreement.active_period_start_date", b.date()),
     "amount": h.field("ContributionSchemeAgreement.amount", b.decimal({ integerDigits: 10, fractionDigits: 10 })),
     "interval": h.field("ContributionSchemeAgreement.interval", b.choice(["MONTHLY","QUARTERLY"])),
-    "periods": b.optional(h.field("ContributionSchemeAgreement.periods", b.array(h.field("ContributionSchemeAgreement.periods[]", ContributionSchemePeriod)))),
+    "periods": b.optional(h.field("ContributionSchemeAgreement.periods", b.array(h.field("ContributionSchemeAgreement.periods[]", ContributionSchemePeriod), { maxItems: 5000 }))),
     "scheme": h.field("ContributionSchemeAgreement.scheme", b.text()),
   });
   const CustomerConsent = h.object("CustomerConsent", {
@@ -182,7 +182,7 @@ export function buildContractSchemas(h: ContractHooks) {
     "value": h.field("CustomerConsent.value", b.choice(["ACCEPTED","REJECTED","UNKNOWN","PENDING"])),
   });
   const Debt = h.object("Debt", {
-    "aged_debt": b.optional(h.field("Debt.aged_debt", b.array(h.field("Debt.aged_debt[]", AgedDebt)))),
+    "aged_debt": b.optional(h.field("Debt.aged_debt", b.array(h.field("Debt.aged_debt[]", AgedDebt), { maxItems: 5000 }))),
     "agency_name": b.optional(h.field("Debt.agency_name", b.text({ maxLength: 256 }))),
     "cais_reference": b.optional(h.field("Debt.cais_reference", b.text())),
     "campaign": b.optional(h.field("Debt.campaign", b.text({ maxLength: 256 }))),
@@ -223,7 +223,7 @@ export function buildContractSchemas(h: ContractHooks) {
   const ElectricityBespokeElectricityTariffRate = h.object("ElectricityBespokeElectricityTariffRate", {
     "meter_serial_number": b.optional(h.field("ElectricityBespokeElectricityTariffRate.meter_serial_number", b.text({ maxLength: 32 }))),
     "payment_method": b.optionalNullable(h.field("ElectricityBespokeElectricityTariffRate.payment_method", b.choice(["DD","NDD","PP",""]))),
-    "registers": h.field("ElectricityBespokeElectricityTariffRate.registers", b.array(h.field("ElectricityBespokeElectricityTariffRate.registers[]", ElectricityBespokeRegisterRate))),
+    "registers": h.field("ElectricityBespokeElectricityTariffRate.registers", b.array(h.field("ElectricityBespokeElectricityTariffRate.registers[]", ElectricityBespokeRegisterRate), { maxItems: 5000 })),
     "standing_charge": h.field("ElectricityBespokeElectricityTariffRate.standing_charge", b.decimal({ integerDigits: 7, fractionDigits: 5 })),
   });
   const SalesChannelCharacteristic = h.object("SalesChannelCharacteristic", {
@@ -253,13 +253,13 @@ export function buildContractSchemas(h: ContractHooks) {
   });
   const ElectricityAgreement = h.object("ElectricityAgreement", {
     "agreed_at": b.optionalNullable(h.field("ElectricityAgreement.agreed_at", b.datetime())),
-    "bespoke_tariff_rates": b.optional(h.field("ElectricityAgreement.bespoke_tariff_rates", b.array(h.field("ElectricityAgreement.bespoke_tariff_rates[]", ElectricityBespokeElectricityTariffRate)))),
+    "bespoke_tariff_rates": b.optional(h.field("ElectricityAgreement.bespoke_tariff_rates", b.array(h.field("ElectricityAgreement.bespoke_tariff_rates[]", ElectricityBespokeElectricityTariffRate), { maxItems: 5000 }))),
     "business_contract_identifier": b.optionalNullable(h.field("ElectricityAgreement.business_contract_identifier", b.text())),
-    "characteristics": b.optionalNullable(h.field("ElectricityAgreement.characteristics", b.array(h.field("ElectricityAgreement.characteristics[]", ProductCharacteristic)))),
+    "characteristics": b.optionalNullable(h.field("ElectricityAgreement.characteristics", b.array(h.field("ElectricityAgreement.characteristics[]", ProductCharacteristic), { maxItems: 5000 }))),
     "effective_from": h.field("ElectricityAgreement.effective_from", b.date()),
     "effective_to": b.optionalNullable(h.field("ElectricityAgreement.effective_to", b.date())),
     "intermediary": b.optionalNullable(h.field("ElectricityAgreement.intermediary", AgreementIntermediaryDetails)),
-    "rate_overrides": b.optionalNullable(h.field("ElectricityAgreement.rate_overrides", b.array(h.field("ElectricityAgreement.rate_overrides[]", RateOverride)))),
+    "rate_overrides": b.optionalNullable(h.field("ElectricityAgreement.rate_overrides", b.array(h.field("ElectricityAgreement.rate_overrides[]", RateOverride), { maxItems: 5000 }))),
     "rates_agreed_at": b.optionalNullable(h.field("ElectricityAgreement.rates_agreed_at", b.datetime())),
     "tariff_code": h.field("ElectricityAgreement.tariff_code", b.text()),
   });
@@ -317,13 +317,13 @@ export function buildContractSchemas(h: ContractHooks) {
     "meter_serial_number": h.field("ElectricityMeter.meter_serial_number", b.text({ maxLength: 32 })),
     "prepay_customer_reference_number": b.optional(h.field("ElectricityMeter.prepay_customer_reference_number", b.text({ maxLength: 20 }))),
     "prepay_details": b.optional(h.field("ElectricityMeter.prepay_details", EnergyPrepaymentDetails)),
-    "reading_history": b.optional(h.field("ElectricityMeter.reading_history", b.array(h.field("ElectricityMeter.reading_history[]", HistoricalReading)))),
-    "registers": b.optional(h.field("ElectricityMeter.registers", b.array(h.field("ElectricityMeter.registers[]", ElectricityRegister)))),
+    "reading_history": b.optional(h.field("ElectricityMeter.reading_history", b.array(h.field("ElectricityMeter.reading_history[]", HistoricalReading), { maxItems: 5000 }))),
+    "registers": b.optional(h.field("ElectricityMeter.registers", b.array(h.field("ElectricityMeter.registers[]", ElectricityRegister), { maxItems: 5000 }))),
     "removed_on": b.optionalNullable(h.field("ElectricityMeter.removed_on", b.date())),
     "smart_commissioned_on": b.optionalNullable(h.field("ElectricityMeter.smart_commissioned_on", b.date())),
     "smart_device_id": b.optionalNullable(h.field("ElectricityMeter.smart_device_id", b.text())),
     "smart_type": b.optional(h.field("ElectricityMeter.smart_type", b.choice(["NONE","SMETS1","SMETS1_ENROLLED","SMETS2"]))),
-    "transfer_readings": b.optional(h.field("ElectricityMeter.transfer_readings", b.array(h.field("ElectricityMeter.transfer_readings[]", Reading)))),
+    "transfer_readings": b.optional(h.field("ElectricityMeter.transfer_readings", b.array(h.field("ElectricityMeter.transfer_readings[]", Reading), { maxItems: 5000 }))),
   });
   const EnergyTaxExemption = h.object("EnergyTaxExemption", {
     "effective_from": h.field("EnergyTaxExemption.effective_from", b.date()),
@@ -347,31 +347,31 @@ export function buildContractSchemas(h: ContractHooks) {
   });
   const ElectricityMeterPoint = h.object("ElectricityMeterPoint", {
     "agents": b.optionalNullable(h.field("ElectricityMeterPoint.agents", ElectricityAgents)),
-    "agreements": b.optional(h.field("ElectricityMeterPoint.agreements", b.array(h.field("ElectricityMeterPoint.agreements[]", ElectricityAgreement)))),
-    "capacity_values": b.optional(h.field("ElectricityMeterPoint.capacity_values", b.array(h.field("ElectricityMeterPoint.capacity_values[]", ElectricityCapacityValue)))),
-    "ccl_exemptions": b.optional(h.field("ElectricityMeterPoint.ccl_exemptions", b.array(h.field("ElectricityMeterPoint.ccl_exemptions[]", EnergyTaxExemption)))),
-    "configuration_periods": b.optional(h.field("ElectricityMeterPoint.configuration_periods", b.array(h.field("ElectricityMeterPoint.configuration_periods[]", ElectricityConfigurationPeriod)))),
+    "agreements": b.optional(h.field("ElectricityMeterPoint.agreements", b.array(h.field("ElectricityMeterPoint.agreements[]", ElectricityAgreement), { maxItems: 5000 }))),
+    "capacity_values": b.optional(h.field("ElectricityMeterPoint.capacity_values", b.array(h.field("ElectricityMeterPoint.capacity_values[]", ElectricityCapacityValue), { maxItems: 5000 }))),
+    "ccl_exemptions": b.optional(h.field("ElectricityMeterPoint.ccl_exemptions", b.array(h.field("ElectricityMeterPoint.ccl_exemptions[]", EnergyTaxExemption), { maxItems: 5000 }))),
+    "configuration_periods": b.optional(h.field("ElectricityMeterPoint.configuration_periods", b.array(h.field("ElectricityMeterPoint.configuration_periods[]", ElectricityConfigurationPeriod), { maxItems: 5000 }))),
     "dc_to_appoint": b.optionalNullable(h.field("ElectricityMeterPoint.dc_to_appoint", b.text({ maxLength: 4 }))),
     "dr_in_progress": b.optionalNullable(h.field("ElectricityMeterPoint.dr_in_progress", b.boolean())),
-    "eac_history": b.optional(h.field("ElectricityMeterPoint.eac_history", b.array(h.field("ElectricityMeterPoint.eac_history[]", ElectricityEstimatedAnnualConsumption)))),
+    "eac_history": b.optional(h.field("ElectricityMeterPoint.eac_history", b.array(h.field("ElectricityMeterPoint.eac_history[]", ElectricityEstimatedAnnualConsumption), { maxItems: 5000 }))),
     "et_in_progress": b.optionalNullable(h.field("ElectricityMeterPoint.et_in_progress", b.boolean())),
     "export_type": b.optional(h.field("ElectricityMeterPoint.export_type", b.choice(["IMPORT_EXPORT","EXPORT_ONLY"]))),
     "identifier": h.field("ElectricityMeterPoint.identifier", b.text()),
     "is_deenergised": b.optional(h.field("ElectricityMeterPoint.is_deenergised", b.boolean())),
     "last_billed_to_date": b.optional(h.field("ElectricityMeterPoint.last_billed_to_date", b.date())),
     "measurement_class": b.optional(h.field("ElectricityMeterPoint.measurement_class", b.choice(["A","B","C","D","E","F","G"]))),
-    "meters": b.optional(h.field("ElectricityMeterPoint.meters", b.array(h.field("ElectricityMeterPoint.meters[]", ElectricityMeter)))),
+    "meters": b.optional(h.field("ElectricityMeterPoint.meters", b.array(h.field("ElectricityMeterPoint.meters[]", ElectricityMeter), { maxItems: 5000 }))),
     "mop_to_appoint": b.optionalNullable(h.field("ElectricityMeterPoint.mop_to_appoint", b.text({ maxLength: 4 }))),
     "mpid": h.field("ElectricityMeterPoint.mpid", b.text({ maxLength: 4 })),
     "profile_class": b.optional(h.field("ElectricityMeterPoint.profile_class", b.integer())),
     "regular_reading_cycle": b.optional(h.field("ElectricityMeterPoint.regular_reading_cycle", b.choice(["A","B","D","E","H","M","N","O","Q","S","T","W","Z"]))),
     "smart_refusal_interest": b.optional(h.field("ElectricityMeterPoint.smart_refusal_interest", EnergySmartRefusalInterest)),
-    "smart_site_visit": b.optional(h.field("ElectricityMeterPoint.smart_site_visit", b.array(h.field("ElectricityMeterPoint.smart_site_visit[]", EnergySmartSiteVisit)))),
+    "smart_site_visit": b.optional(h.field("ElectricityMeterPoint.smart_site_visit", b.array(h.field("ElectricityMeterPoint.smart_site_visit[]", EnergySmartSiteVisit), { maxItems: 5000 }))),
     "ssc": b.optional(h.field("ElectricityMeterPoint.ssc", b.text())),
     "supply_end_date": b.optionalNullable(h.field("ElectricityMeterPoint.supply_end_date", b.date())),
     "supply_start_date": h.field("ElectricityMeterPoint.supply_start_date", b.date()),
     "supply_type": h.field("ElectricityMeterPoint.supply_type", b.choice(["ELECTRICITY","GAS"])),
-    "vat_exemptions": b.optional(h.field("ElectricityMeterPoint.vat_exemptions", b.array(h.field("ElectricityMeterPoint.vat_exemptions[]", EnergyTaxExemption)))),
+    "vat_exemptions": b.optional(h.field("ElectricityMeterPoint.vat_exemptions", b.array(h.field("ElectricityMeterPoint.vat_exemptions[]", EnergyTaxExemption), { maxItems: 5000 }))),
   });
   const EnergyAccountBillingOptions = h.object("EnergyAccountBillingOptions", {
     "period_length": b.optionalNullable(h.field("EnergyAccountBillingOptions.period_length", b.choice(["MONTHLY","QUARTERLY"]))),
@@ -418,7 +418,7 @@ export function buildContractSchemas(h: ContractHooks) {
     "note": b.optional(h.field("EnergyCharge.note", b.text())),
     "reason": h.field("EnergyCharge.reason", h.reference("CHARGE_REASON")),
     "reference": b.optional(h.field("EnergyCharge.reference", b.text())),
-    "tax_items": b.optional(h.field("EnergyCharge.tax_items", b.array(h.field("EnergyCharge.tax_items[]", TaxItem)))),
+    "tax_items": b.optional(h.field("EnergyCharge.tax_items", b.array(h.field("EnergyCharge.tax_items[]", TaxItem), { maxItems: 5000 }))),
     "to_prepay_meter_serial_number": b.optional(h.field("EnergyCharge.to_prepay_meter_serial_number", b.text())),
     "transaction_date": h.field("EnergyCharge.transaction_date", b.date()),
     "transaction_id": h.field("EnergyCharge.transaction_id", b.text()),
@@ -461,18 +461,18 @@ export function buildContractSchemas(h: ContractHooks) {
     "rate_specification_code": b.optional(h.field("LineItem.rate_specification_code", b.text())),
     "start_date": h.field("LineItem.start_date", b.date()),
     "time_series_specification_code": b.optional(h.field("LineItem.time_series_specification_code", b.text())),
-    "units": b.optional(h.field("LineItem.units", b.array(h.field("LineItem.units[]", b.decimal({ integerDigits: 12, fractionDigits: 4 }))))),
+    "units": b.optional(h.field("LineItem.units", b.array(h.field("LineItem.units[]", b.decimal({ integerDigits: 12, fractionDigits: 4 })), { maxItems: 5000 }))),
   });
   const EnergySupplyCharge = h.object("EnergySupplyCharge", {
     "amount": h.field("EnergySupplyCharge.amount", b.decimal({ integerDigits: 10, fractionDigits: 10 })),
     "billing_document_identifier": b.optional(h.field("EnergySupplyCharge.billing_document_identifier", b.text())),
     "display_note": b.optional(h.field("EnergySupplyCharge.display_note", b.text())),
-    "line_items": h.field("EnergySupplyCharge.line_items", b.array(h.field("EnergySupplyCharge.line_items[]", LineItem))),
+    "line_items": h.field("EnergySupplyCharge.line_items", b.array(h.field("EnergySupplyCharge.line_items[]", LineItem), { maxItems: 5000 })),
     "note": b.optional(h.field("EnergySupplyCharge.note", b.text())),
     "product_code": h.field("EnergySupplyCharge.product_code", b.text()),
     "reference": b.optional(h.field("EnergySupplyCharge.reference", b.text())),
     "supply_point_identifier": b.optional(h.field("EnergySupplyCharge.supply_point_identifier", b.text())),
-    "tax_items": b.optional(h.field("EnergySupplyCharge.tax_items", b.array(h.field("EnergySupplyCharge.tax_items[]", TaxItem)))),
+    "tax_items": b.optional(h.field("EnergySupplyCharge.tax_items", b.array(h.field("EnergySupplyCharge.tax_items[]", TaxItem), { maxItems: 5000 }))),
     "to_prepay_meter_serial_number": b.optional(h.field("EnergySupplyCharge.to_prepay_meter_serial_number", b.text())),
     "transaction_date": h.field("EnergySupplyCharge.transaction_date", b.date()),
     "transaction_id": h.field("EnergySupplyCharge.transaction_id", b.text()),
@@ -503,10 +503,10 @@ export function buildContractSchemas(h: ContractHooks) {
     "gas_industry_code": b.optionalNullable(h.field("EnergyPSR.gas_industry_code", b.text())),
   });
   const EnergyCustomer = h.object("EnergyCustomer", {
-    "account_roles": b.optional(h.field("EnergyCustomer.account_roles", b.array(h.field("EnergyCustomer.account_roles[]", b.choice(["POWER_OF_ATTORNEY","NEIGHBOUR","LOA_LEVEL_1","LOA_LEVEL_3","CARER","ADMIN","EXECUTOR","LOA_LEVEL_2","STUDENT_HOUSE","FRIEND_FAMILY_MEMBER"]))))),
-    "alternative_phone_numbers": b.optional(h.field("EnergyCustomer.alternative_phone_numbers", b.array(h.field("EnergyCustomer.alternative_phone_numbers[]", CustomerAlternativeNumber)))),
-    "consents": b.optional(h.field("EnergyCustomer.consents", b.array(h.field("EnergyCustomer.consents[]", CustomerConsent)))),
-    "contact_emails": b.optional(h.field("EnergyCustomer.contact_emails", b.array(h.field("EnergyCustomer.contact_emails[]", b.emailAddress())))),
+    "account_roles": b.optional(h.field("EnergyCustomer.account_roles", b.array(h.field("EnergyCustomer.account_roles[]", b.choice(["POWER_OF_ATTORNEY","NEIGHBOUR","LOA_LEVEL_1","LOA_LEVEL_3","CARER","ADMIN","EXECUTOR","LOA_LEVEL_2","STUDENT_HOUSE","FRIEND_FAMILY_MEMBER"])), { maxItems: 5000 }))),
+    "alternative_phone_numbers": b.optional(h.field("EnergyCustomer.alternative_phone_numbers", b.array(h.field("EnergyCustomer.alternative_phone_numbers[]", CustomerAlternativeNumber), { maxItems: 5000 }))),
+    "consents": b.optional(h.field("EnergyCustomer.consents", b.array(h.field("EnergyCustomer.consents[]", CustomerConsent), { maxItems: 5000 }))),
+    "contact_emails": b.optional(h.field("EnergyCustomer.contact_emails", b.array(h.field("EnergyCustomer.contact_emails[]", b.emailAddress()), { maxItems: 5000 }))),
     "credit_assessment_id": b.optionalNullable(h.field("EnergyCustomer.credit_assessment_id", b.text())),
     "credit_result": b.optionalNullable(h.field("EnergyCustomer.credit_result", b.text())),
     "credit_risk_bracket": b.optionalNullable(h.field("EnergyCustomer.credit_risk_bracket", b.choice(["LOW","MID","HIGH","UNKNOWN",""]))),
@@ -520,16 +520,16 @@ export function buildContractSchemas(h: ContractHooks) {
     "given_name": b.optional(h.field("EnergyCustomer.given_name", b.text({ maxLength: 255 }))),
     "label": b.optionalNullable(h.field("EnergyCustomer.label", b.text())),
     "landline": b.optionalNullable(h.field("EnergyCustomer.landline", b.text({ maxLength: 32 }))),
-    "metadata": b.optional(h.field("EnergyCustomer.metadata", b.array(h.field("EnergyCustomer.metadata[]", Metadata)))),
+    "metadata": b.optional(h.field("EnergyCustomer.metadata", b.array(h.field("EnergyCustomer.metadata[]", Metadata), { maxItems: 5000 }))),
     "mobile": b.optionalNullable(h.field("EnergyCustomer.mobile", b.text({ maxLength: 32 }))),
-    "portfolio_roles": b.optional(h.field("EnergyCustomer.portfolio_roles", b.array(h.field("EnergyCustomer.portfolio_roles[]", b.choice(["POWER_OF_ATTORNEY","NEIGHBOUR","LOA_LEVEL_1","LOA_LEVEL_3","CARER","ADMIN","EXECUTOR","LOA_LEVEL_2","STUDENT_HOUSE","FRIEND_FAMILY_MEMBER"]))))),
+    "portfolio_roles": b.optional(h.field("EnergyCustomer.portfolio_roles", b.array(h.field("EnergyCustomer.portfolio_roles[]", b.choice(["POWER_OF_ATTORNEY","NEIGHBOUR","LOA_LEVEL_1","LOA_LEVEL_3","CARER","ADMIN","EXECUTOR","LOA_LEVEL_2","STUDENT_HOUSE","FRIEND_FAMILY_MEMBER"])), { maxItems: 5000 }))),
     "pronouns": b.optionalNullable(h.field("EnergyCustomer.pronouns", b.choice(["OTHER","E_EM_EIR","EY_EM_EIR","FAE_FAER_FAERS","HE_HIM_HIS","PER_PER_PERS","SHE_HER_HERS","THEY_THEM_THEIRS","VE_VER_VIS","XE_XEM_XYR","ZE_HIR_HIRS","ZE_ZIR_ZIRS","ZIE_HIR_HIRS","ZIE_ZIR_ZIRS",""]))),
-    "psr": b.optional(h.field("EnergyCustomer.psr", b.array(h.field("EnergyCustomer.psr[]", EnergyPSR)))),
+    "psr": b.optional(h.field("EnergyCustomer.psr", b.array(h.field("EnergyCustomer.psr[]", EnergyPSR), { maxItems: 5000 }))),
     "role": b.optionalNullable(h.field("EnergyCustomer.role", b.choice(["POWER_OF_ATTORNEY","NEIGHBOUR","LOA_LEVEL_1","LOA_LEVEL_3","CARER","ADMIN","EXECUTOR","LOA_LEVEL_2","STUDENT_HOUSE","FRIEND_FAMILY_MEMBER"]))),
     "salutation": b.optionalNullable(h.field("EnergyCustomer.salutation", b.text({ maxLength: 128 }))),
     "title": b.optionalNullable(h.field("EnergyCustomer.title", b.text({ maxLength: 20 }))),
     "unable_to_read_meters": b.optional(h.field("EnergyCustomer.unable_to_read_meters", b.boolean())),
-    "user_details": b.optional(h.field("EnergyCustomer.user_details", b.array(h.field("EnergyCustomer.user_details[]", CustomerUserDetail)))),
+    "user_details": b.optional(h.field("EnergyCustomer.user_details", b.array(h.field("EnergyCustomer.user_details[]", CustomerUserDetail), { maxItems: 5000 }))),
     "user_identifier": b.optional(h.field("EnergyCustomer.user_identifier", b.text())),
   });
   const EnergyAddress = h.object("EnergyAddress", {
@@ -552,14 +552,14 @@ export function buildContractSchemas(h: ContractHooks) {
     "address": b.optional(h.field("EnergyInstallation.address", EnergyAddress)),
     "credit_hold": b.optional(h.field("EnergyInstallation.credit_hold", EnergyCreditHold)),
     "fit_id": h.field("EnergyInstallation.fit_id", b.text()),
-    "non_eligible_extensions": b.optional(h.field("EnergyInstallation.non_eligible_extensions", b.array(h.field("EnergyInstallation.non_eligible_extensions[]", EnergyExtension)))),
+    "non_eligible_extensions": b.optional(h.field("EnergyInstallation.non_eligible_extensions", b.array(h.field("EnergyInstallation.non_eligible_extensions[]", EnergyExtension), { maxItems: 5000 }))),
   });
   const EnergyReading = h.object("EnergyReading", {
     "reading_date": h.field("EnergyReading.reading_date", b.date()),
     "reading_value": h.field("EnergyReading.reading_value", b.decimal({ integerDigits: 10, fractionDigits: 10 })),
   });
   const EnergyMeter = h.object("EnergyMeter", {
-    "extensions": h.field("EnergyMeter.extensions", b.array(h.field("EnergyMeter.extensions[]", b.text()), { minItems: 1 })),
+    "extensions": h.field("EnergyMeter.extensions", b.array(h.field("EnergyMeter.extensions[]", b.text()), { minItems: 1, maxItems: 5000 })),
     "last_billed_to_date": h.field("EnergyMeter.last_billed_to_date", b.date()),
     "make": b.optional(h.field("EnergyMeter.make", b.text())),
     "model": b.optional(h.field("EnergyMeter.model", b.text())),
@@ -569,16 +569,16 @@ export function buildContractSchemas(h: ContractHooks) {
     "type": h.field("EnergyMeter.type", b.choice(["EXPORT","SUPPLY","GENERATION"])),
   });
   const EnergyFit = h.object("EnergyFit", {
-    "installations": h.field("EnergyFit.installations", b.array(h.field("EnergyFit.installations[]", EnergyInstallation), { minItems: 1 })),
+    "installations": h.field("EnergyFit.installations", b.array(h.field("EnergyFit.installations[]", EnergyInstallation), { minItems: 1, maxItems: 5000 })),
     "instruction_reference": b.optional(h.field("EnergyFit.instruction_reference", b.text({ maxLength: 512 }))),
-    "meters": h.field("EnergyFit.meters", b.array(h.field("EnergyFit.meters[]", EnergyMeter), { minItems: 1 })),
+    "meters": h.field("EnergyFit.meters", b.array(h.field("EnergyFit.meters[]", EnergyMeter), { minItems: 1, maxItems: 5000 })),
     "payment_method": h.field("EnergyFit.payment_method", b.choice(["BACS","CHEQUE","CHAPS","FOREIGN_CHAPS"])),
     "vat_number": b.optional(h.field("EnergyFit.vat_number", b.text())),
     "vendor_name": b.optional(h.field("EnergyFit.vendor_name", b.choice(["STRIPE","BOTTOMLINE_GLOBAL_PAYMENTS_HUB","BOTTOMLINE_PTX","BOTTOMLINE_PTX_BATCHED"]))),
   });
   const ExampleLedger = h.object("ExampleLedger", {
-    "current_statement_transactions": b.optional(h.field("ExampleLedger.current_statement_transactions", b.array(h.field("ExampleLedger.current_statement_transactions[]", EnergyTransaction)))),
-    "historical_statement_transactions": b.optional(h.field("ExampleLedger.historical_statement_transactions", b.array(h.field("ExampleLedger.historical_statement_transactions[]", EnergyTransaction)))),
+    "current_statement_transactions": b.optional(h.field("ExampleLedger.current_statement_transactions", b.array(h.field("ExampleLedger.current_statement_transactions[]", EnergyTransaction), { maxItems: 5000 }))),
+    "historical_statement_transactions": b.optional(h.field("ExampleLedger.historical_statement_transactions", b.array(h.field("ExampleLedger.historical_statement_transactions[]", EnergyTransaction), { maxItems: 5000 }))),
     "last_statement_balance": b.optional(h.field("ExampleLedger.last_statement_balance", b.decimal({ integerDigits: 10, fractionDigits: 10 }))),
     "last_statement_closing_date": b.optional(h.field("ExampleLedger.last_statement_closing_date", b.date())),
     "last_statement_issue_date": b.optional(h.field("ExampleLedger.last_statement_issue_date", b.date())),
@@ -626,13 +626,13 @@ export function buildContractSchemas(h: ContractHooks) {
     "component_type": h.field("PaymentPlanPaymentAmountComponent.component_type", b.text()),
   });
   const PaymentPlanPayment = h.object("PaymentPlanPayment", {
-    "amount_components": h.field("PaymentPlanPayment.amount_components", b.array(h.field("PaymentPlanPayment.amount_components[]", PaymentPlanPaymentAmountComponent))),
+    "amount_components": h.field("PaymentPlanPayment.amount_components", b.array(h.field("PaymentPlanPayment.amount_components[]", PaymentPlanPaymentAmountComponent), { maxItems: 5000 })),
     "payment_date": h.field("PaymentPlanPayment.payment_date", b.date()),
     "total_amount": h.field("PaymentPlanPayment.total_amount", b.integer({ minimum: 0 })),
   });
   const PaymentPlan = h.object("PaymentPlan", {
     "accepted_at": h.field("PaymentPlan.accepted_at", b.datetime()),
-    "payments": h.field("PaymentPlan.payments", b.array(h.field("PaymentPlan.payments[]", PaymentPlanPayment))),
+    "payments": h.field("PaymentPlan.payments", b.array(h.field("PaymentPlan.payments[]", PaymentPlanPayment), { maxItems: 5000 })),
     "schedule_means": h.field("PaymentPlan.schedule_means", b.choice(["DD","CARD","MANUAL","PAYMENT_SLIP"])),
     "strategy_name": h.field("PaymentPlan.strategy_name", b.text()),
   });
@@ -675,7 +675,7 @@ export function buildContractSchemas(h: ContractHooks) {
     "end_date": b.optionalNullable(h.field("PaymentSchedule.end_date", b.date())),
     "exempt_from_payment_adequacy": b.optional(h.field("PaymentSchedule.exempt_from_payment_adequacy", b.boolean())),
     "frequency": b.optional(h.field("PaymentSchedule.frequency", b.choice(["MONTHLY","QUARTERLY","WEEKLY","FORTNIGHTLY","FOUR_WEEKLY","ANNUALLY","SIX_MONTHLY"]))),
-    "instalments": b.optional(h.field("PaymentSchedule.instalments", b.array(h.field("PaymentSchedule.instalments[]", Payments)))),
+    "instalments": b.optional(h.field("PaymentSchedule.instalments", b.array(h.field("PaymentSchedule.instalments[]", Payments), { maxItems: 5000 }))),
     "is_debt_repayment_plan": b.optional(h.field("PaymentSchedule.is_debt_repayment_plan", b.boolean())),
     "ledger_code": b.optional(h.field("PaymentSchedule.ledger_code", b.text())),
     "means": h.field("PaymentSchedule.means", b.choice(["DD","CARD","MANUAL","PAYMENT_SLIP"])),
@@ -700,13 +700,13 @@ export function buildContractSchemas(h: ContractHooks) {
   });
   const GasAgreement = h.object("GasAgreement", {
     "agreed_at": b.optionalNullable(h.field("GasAgreement.agreed_at", b.datetime())),
-    "bespoke_tariff_rates": b.optional(h.field("GasAgreement.bespoke_tariff_rates", b.array(h.field("GasAgreement.bespoke_tariff_rates[]", GasBespokeGasTariffRate)))),
+    "bespoke_tariff_rates": b.optional(h.field("GasAgreement.bespoke_tariff_rates", b.array(h.field("GasAgreement.bespoke_tariff_rates[]", GasBespokeGasTariffRate), { maxItems: 5000 }))),
     "business_contract_identifier": b.optionalNullable(h.field("GasAgreement.business_contract_identifier", b.text())),
-    "characteristics": b.optionalNullable(h.field("GasAgreement.characteristics", b.array(h.field("GasAgreement.characteristics[]", ProductCharacteristic)))),
+    "characteristics": b.optionalNullable(h.field("GasAgreement.characteristics", b.array(h.field("GasAgreement.characteristics[]", ProductCharacteristic), { maxItems: 5000 }))),
     "effective_from": h.field("GasAgreement.effective_from", b.date()),
     "effective_to": b.optionalNullable(h.field("GasAgreement.effective_to", b.date())),
     "intermediary": b.optionalNullable(h.field("GasAgreement.intermediary", AgreementIntermediaryDetails)),
-    "rate_overrides": b.optionalNullable(h.field("GasAgreement.rate_overrides", b.array(h.field("GasAgreement.rate_overrides[]", RateOverride)))),
+    "rate_overrides": b.optionalNullable(h.field("GasAgreement.rate_overrides", b.array(h.field("GasAgreement.rate_overrides[]", RateOverride), { maxItems: 5000 }))),
     "rates_agreed_at": b.optionalNullable(h.field("GasAgreement.rates_agreed_at", b.datetime())),
     "tariff_code": h.field("GasAgreement.tariff_code", b.text()),
   });
@@ -734,34 +734,34 @@ export function buildContractSchemas(h: ContractHooks) {
     "meter_serial_number": h.field("GasMeter.meter_serial_number", b.text({ maxLength: 32 })),
     "prepay_customer_reference_number": b.optional(h.field("GasMeter.prepay_customer_reference_number", b.text({ maxLength: 20 }))),
     "prepay_details": b.optional(h.field("GasMeter.prepay_details", GasPrepaymentDetails)),
-    "reading_history": b.optional(h.field("GasMeter.reading_history", b.array(h.field("GasMeter.reading_history[]", HistoricalReading)))),
+    "reading_history": b.optional(h.field("GasMeter.reading_history", b.array(h.field("GasMeter.reading_history[]", HistoricalReading), { maxItems: 5000 }))),
     "removed_on": b.optionalNullable(h.field("GasMeter.removed_on", b.date())),
     "smart_commissioned_on": b.optionalNullable(h.field("GasMeter.smart_commissioned_on", b.date())),
     "smart_device_id": b.optionalNullable(h.field("GasMeter.smart_device_id", b.text())),
     "smart_type": b.optional(h.field("GasMeter.smart_type", b.choice(["NONE","SMETS1","SMETS1_ENROLLED","SMETS2"]))),
-    "transfer_readings": b.optional(h.field("GasMeter.transfer_readings", b.array(h.field("GasMeter.transfer_readings[]", Reading)))),
+    "transfer_readings": b.optional(h.field("GasMeter.transfer_readings", b.array(h.field("GasMeter.transfer_readings[]", Reading), { maxItems: 5000 }))),
     "units_of_measure": b.optional(h.field("GasMeter.units_of_measure", b.choice(["SCFH","SCMH"]))),
   });
   const GasMeterPoint = h.object("GasMeterPoint", {
-    "agreements": b.optional(h.field("GasMeterPoint.agreements", b.array(h.field("GasMeterPoint.agreements[]", GasAgreement)))),
-    "aq_history": b.optional(h.field("GasMeterPoint.aq_history", b.array(h.field("GasMeterPoint.aq_history[]", GasAnnualQuantity)))),
-    "ccl_exemptions": b.optional(h.field("GasMeterPoint.ccl_exemptions", b.array(h.field("GasMeterPoint.ccl_exemptions[]", EnergyTaxExemption)))),
+    "agreements": b.optional(h.field("GasMeterPoint.agreements", b.array(h.field("GasMeterPoint.agreements[]", GasAgreement), { maxItems: 5000 }))),
+    "aq_history": b.optional(h.field("GasMeterPoint.aq_history", b.array(h.field("GasMeterPoint.aq_history[]", GasAnnualQuantity), { maxItems: 5000 }))),
+    "ccl_exemptions": b.optional(h.field("GasMeterPoint.ccl_exemptions", b.array(h.field("GasMeterPoint.ccl_exemptions[]", EnergyTaxExemption), { maxItems: 5000 }))),
     "dr_in_progress": b.optionalNullable(h.field("GasMeterPoint.dr_in_progress", b.boolean())),
     "et_in_progress": b.optionalNullable(h.field("GasMeterPoint.et_in_progress", b.boolean())),
     "identifier": h.field("GasMeterPoint.identifier", b.text()),
     "last_billed_to_date": b.optional(h.field("GasMeterPoint.last_billed_to_date", b.date())),
     "ldz": b.optional(h.field("GasMeterPoint.ldz", b.choice(["SC","LC","LO","LS","LT","LW","NO","NE","NW","WM","EM","EA","WN","WS","NT","SO","SE","SW",""]))),
     "mam_to_appoint": b.optionalNullable(h.field("GasMeterPoint.mam_to_appoint", b.text({ maxLength: 3 }))),
-    "meters": b.optional(h.field("GasMeterPoint.meters", b.array(h.field("GasMeterPoint.meters[]", GasMeter)))),
+    "meters": b.optional(h.field("GasMeterPoint.meters", b.array(h.field("GasMeterPoint.meters[]", GasMeter), { maxItems: 5000 }))),
     "mpid": h.field("GasMeterPoint.mpid", b.text({ maxLength: 4 })),
     "regular_reading_cycle": b.optional(h.field("GasMeterPoint.regular_reading_cycle", b.choice(["CYYY","CYSS","CYQS","CYLM","CYSM","CYNM"]))),
     "shipper_mpid": h.field("GasMeterPoint.shipper_mpid", b.text({ maxLength: 3 })),
     "smart_refusal_interest": b.optional(h.field("GasMeterPoint.smart_refusal_interest", EnergySmartRefusalInterest)),
-    "smart_site_visit": b.optional(h.field("GasMeterPoint.smart_site_visit", b.array(h.field("GasMeterPoint.smart_site_visit[]", EnergySmartSiteVisit)))),
+    "smart_site_visit": b.optional(h.field("GasMeterPoint.smart_site_visit", b.array(h.field("GasMeterPoint.smart_site_visit[]", EnergySmartSiteVisit), { maxItems: 5000 }))),
     "supply_end_date": b.optionalNullable(h.field("GasMeterPoint.supply_end_date", b.date())),
     "supply_start_date": h.field("GasMeterPoint.supply_start_date", b.date()),
     "supply_type": h.field("GasMeterPoint.supply_type", b.choice(["ELECTRICITY","GAS"])),
-    "vat_exemptions": b.optional(h.field("GasMeterPoint.vat_exemptions", b.array(h.field("GasMeterPoint.vat_exemptions[]", EnergyTaxExemption)))),
+    "vat_exemptions": b.optional(h.field("GasMeterPoint.vat_exemptions", b.array(h.field("GasMeterPoint.vat_exemptions[]", EnergyTaxExemption), { maxItems: 5000 }))),
   });
   const MeterPoint = h.field("MeterPoint", b.oneOf("supply_type", { "ELECTRICITY": ElectricityMeterPoint, "GAS": GasMeterPoint }));
   const PropertyAdministrator = h.object("PropertyAdministrator", {
@@ -790,10 +790,10 @@ export function buildContractSchemas(h: ContractHooks) {
     "customer_at_supply_address_to_date": b.optionalNullable(h.field("EnergyLegacySupplyAddress.customer_at_supply_address_to_date", b.date())),
     "is_landlord": b.optional(h.field("EnergyLegacySupplyAddress.is_landlord", b.boolean())),
     "label": b.optional(h.field("EnergyLegacySupplyAddress.label", b.text({ maxLength: 255 }))),
-    "metadata": b.optional(h.field("EnergyLegacySupplyAddress.metadata", b.array(h.field("EnergyLegacySupplyAddress.metadata[]", Metadata)))),
-    "meter_points": h.field("EnergyLegacySupplyAddress.meter_points", b.array(h.field("EnergyLegacySupplyAddress.meter_points[]", MeterPoint))),
+    "metadata": b.optional(h.field("EnergyLegacySupplyAddress.metadata", b.array(h.field("EnergyLegacySupplyAddress.metadata[]", Metadata), { maxItems: 5000 }))),
+    "meter_points": h.field("EnergyLegacySupplyAddress.meter_points", b.array(h.field("EnergyLegacySupplyAddress.meter_points[]", MeterPoint), { maxItems: 5000 })),
     "primary_place_of_residence_since": b.optional(h.field("EnergyLegacySupplyAddress.primary_place_of_residence_since", b.date())),
-    "property_administrators": b.optional(h.field("EnergyLegacySupplyAddress.property_administrators", b.array(h.field("EnergyLegacySupplyAddress.property_administrators[]", PropertyAdministrator)))),
+    "property_administrators": b.optional(h.field("EnergyLegacySupplyAddress.property_administrators", b.array(h.field("EnergyLegacySupplyAddress.property_administrators[]", PropertyAdministrator), { maxItems: 5000 }))),
     "property_external_identifier": b.optional(h.field("EnergyLegacySupplyAddress.property_external_identifier", b.text({ maxLength: 255 }))),
     "supply_address1": h.field("EnergyLegacySupplyAddress.supply_address1", b.text({ maxLength: 512 })),
     "supply_address2": b.optional(h.field("EnergyLegacySupplyAddress.supply_address2", b.text({ maxLength: 512 }))),
@@ -810,7 +810,7 @@ export function buildContractSchemas(h: ContractHooks) {
   });
   const EnergyAccount = h.object("EnergyAccount", {
     "account_billing_options": b.optional(h.field("EnergyAccount.account_billing_options", EnergyAccountBillingOptions)),
-    "account_campaigns": b.optional(h.field("EnergyAccount.account_campaigns", b.array(h.field("EnergyAccount.account_campaigns[]", AccountCampaign)))),
+    "account_campaigns": b.optional(h.field("EnergyAccount.account_campaigns", b.array(h.field("EnergyAccount.account_campaigns[]", AccountCampaign), { maxItems: 5000 }))),
     "account_type": b.optional(h.field("EnergyAccount.account_type", b.choice(["DOMESTIC","BUSINESS","MANAGED","PORTFOLIO_LEAD","DOMESTIC_VACANT","BUSINESS_VACANT","DOMESTIC_OCCUPIER","BUSINESS_OCCUPIER","SYSTEM","DOMESTIC_THIRD_PARTY_BILLED","BUSINESS_THIRD_PARTY_BILLED"]))),
     "affiliate_subdomain": b.optionalNullable(h.field("EnergyAccount.affiliate_subdomain", b.text())),
     "billing_address": b.optional(h.field("EnergyAccount.billing_address", Address)),
@@ -828,24 +828,24 @@ export function buildContractSchemas(h: ContractHooks) {
     "billing_sub_name": b.optional(h.field("EnergyAccount.billing_sub_name", b.text({ maxLength: 256 }))),
     "business": b.optional(h.field("EnergyAccount.business", Business)),
     "business_type": b.optional(h.field("EnergyAccount.business_type", b.choice(["SOLE_TRADER","LTD","PTY_LTD","PARTNERSHIP","CHARITY","PLC","LLP","TRUST","TRADING_AS","GOVERNMENT","NON_PROFIT","CHURCH","HOMEOWNER_ASSOCIATION","TBD",""]))),
-    "commission_contracts": b.optional(h.field("EnergyAccount.commission_contracts", b.array(h.field("EnergyAccount.commission_contracts[]", EnergyCommissionContract)))),
+    "commission_contracts": b.optional(h.field("EnergyAccount.commission_contracts", b.array(h.field("EnergyAccount.commission_contracts[]", EnergyCommissionContract), { maxItems: 5000 }))),
     "communication_preference": b.optional(h.field("EnergyAccount.communication_preference", b.choice(["ONLINE","PRINT"]))),
     "company_number": b.optional(h.field("EnergyAccount.company_number", b.text({ maxLength: 100 }))),
-    "complaints": b.optional(h.field("EnergyAccount.complaints", b.array(h.field("EnergyAccount.complaints[]", Complaint)))),
-    "consents": b.optional(h.field("EnergyAccount.consents", b.array(h.field("EnergyAccount.consents[]", AccountConsent)))),
-    "contribution_agreements": b.optional(h.field("EnergyAccount.contribution_agreements", b.array(h.field("EnergyAccount.contribution_agreements[]", ContributionSchemeAgreement)))),
-    "current_statement_transactions": b.optional(h.field("EnergyAccount.current_statement_transactions", b.array(h.field("EnergyAccount.current_statement_transactions[]", EnergyTransaction)))),
-    "customers": b.optional(h.field("EnergyAccount.customers", b.array(h.field("EnergyAccount.customers[]", EnergyCustomer)))),
+    "complaints": b.optional(h.field("EnergyAccount.complaints", b.array(h.field("EnergyAccount.complaints[]", Complaint), { maxItems: 5000 }))),
+    "consents": b.optional(h.field("EnergyAccount.consents", b.array(h.field("EnergyAccount.consents[]", AccountConsent), { maxItems: 5000 }))),
+    "contribution_agreements": b.optional(h.field("EnergyAccount.contribution_agreements", b.array(h.field("EnergyAccount.contribution_agreements[]", ContributionSchemeAgreement), { maxItems: 5000 }))),
+    "current_statement_transactions": b.optional(h.field("EnergyAccount.current_statement_transactions", b.array(h.field("EnergyAccount.current_statement_transactions[]", EnergyTransaction), { maxItems: 5000 }))),
+    "customers": b.optional(h.field("EnergyAccount.customers", b.array(h.field("EnergyAccount.customers[]", EnergyCustomer), { maxItems: 5000 }))),
     "date_of_sale": b.optional(h.field("EnergyAccount.date_of_sale", b.date())),
     "dd_reference": b.optional(h.field("EnergyAccount.dd_reference", b.text({ maxLength: 512 }))),
     "debt": b.optional(h.field("EnergyAccount.debt", Debt)),
-    "debts": b.optional(h.field("EnergyAccount.debts", b.array(h.field("EnergyAccount.debts[]", Debt)))),
-    "deposit_agreements": b.optional(h.field("EnergyAccount.deposit_agreements", b.array(h.field("EnergyAccount.deposit_agreements[]", DepositAgreement)))),
+    "debts": b.optional(h.field("EnergyAccount.debts", b.array(h.field("EnergyAccount.debts[]", Debt), { maxItems: 5000 }))),
+    "deposit_agreements": b.optional(h.field("EnergyAccount.deposit_agreements", b.array(h.field("EnergyAccount.deposit_agreements[]", DepositAgreement), { maxItems: 5000 }))),
     "document_accessibility": b.optional(h.field("EnergyAccount.document_accessibility", b.choice(["LARGE_PRINT","BRAILLE","SPOKEN",""]))),
     "dunning_path": b.optional(h.field("EnergyAccount.dunning_path", DunningPath)),
     "external_account_number": b.optional(h.field("EnergyAccount.external_account_number", b.text({ maxLength: 128 }))),
     "fit": b.optional(h.field("EnergyAccount.fit", EnergyFit)),
-    "historical_statement_transactions": b.optional(h.field("EnergyAccount.historical_statement_transactions", b.array(h.field("EnergyAccount.historical_statement_transactions[]", EnergyTransaction)))),
+    "historical_statement_transactions": b.optional(h.field("EnergyAccount.historical_statement_transactions", b.array(h.field("EnergyAccount.historical_statement_transactions[]", EnergyTransaction), { maxItems: 5000 }))),
     "import_supplier": h.field("EnergyAccount.import_supplier", b.text({ maxLength: 255 })),
     "is_managed": b.optionalNullable(h.field("EnergyAccount.is_managed", b.boolean())),
     "is_portfolio_lead": b.optionalNullable(h.field("EnergyAccount.is_portfolio_lead", b.boolean())),
@@ -855,34 +855,34 @@ export function buildContractSchemas(h: ContractHooks) {
     "last_statement_balance": b.optional(h.field("EnergyAccount.last_statement_balance", b.decimal({ integerDigits: 10, fractionDigits: 10 }))),
     "last_statement_closing_date": b.optional(h.field("EnergyAccount.last_statement_closing_date", b.date())),
     "last_statement_issue_date": b.optional(h.field("EnergyAccount.last_statement_issue_date", b.date())),
-    "ledgers": b.optional(h.field("EnergyAccount.ledgers", b.array(h.field("EnergyAccount.ledgers[]", ExampleLedger)))),
-    "metadata": b.optional(h.field("EnergyAccount.metadata", b.array(h.field("EnergyAccount.metadata[]", Metadata)))),
+    "ledgers": b.optional(h.field("EnergyAccount.ledgers", b.array(h.field("EnergyAccount.ledgers[]", ExampleLedger), { maxItems: 5000 }))),
+    "metadata": b.optional(h.field("EnergyAccount.metadata", b.array(h.field("EnergyAccount.metadata[]", Metadata), { maxItems: 5000 }))),
     "next_bill_due_date": b.optionalNullable(h.field("EnergyAccount.next_bill_due_date", b.date())),
-    "notes": b.optional(h.field("EnergyAccount.notes", b.array(h.field("EnergyAccount.notes[]", Note)))),
+    "notes": b.optional(h.field("EnergyAccount.notes", b.array(h.field("EnergyAccount.notes[]", Note), { maxItems: 5000 }))),
     "operations_team_name": b.optional(h.field("EnergyAccount.operations_team_name", b.text())),
-    "partner_organisations": b.optional(h.field("EnergyAccount.partner_organisations", b.array(h.field("EnergyAccount.partner_organisations[]", PartnerOrganisation)))),
-    "payment_adequacy_changes": b.optional(h.field("EnergyAccount.payment_adequacy_changes", b.array(h.field("EnergyAccount.payment_adequacy_changes[]", PaymentAdequacyChange)))),
-    "payment_instructions": b.optional(h.field("EnergyAccount.payment_instructions", b.array(h.field("EnergyAccount.payment_instructions[]", PaymentInstruction)))),
-    "payment_plans": b.optional(h.field("EnergyAccount.payment_plans", b.array(h.field("EnergyAccount.payment_plans[]", PaymentPlan)))),
-    "payment_preferences": b.optional(h.field("EnergyAccount.payment_preferences", b.array(h.field("EnergyAccount.payment_preferences[]", PaymentPreference)))),
-    "payment_promises": b.optional(h.field("EnergyAccount.payment_promises", b.array(h.field("EnergyAccount.payment_promises[]", PaymentPromise)))),
-    "payment_schedules": b.optional(h.field("EnergyAccount.payment_schedules", b.array(h.field("EnergyAccount.payment_schedules[]", PaymentSchedule)))),
+    "partner_organisations": b.optional(h.field("EnergyAccount.partner_organisations", b.array(h.field("EnergyAccount.partner_organisations[]", PartnerOrganisation), { maxItems: 5000 }))),
+    "payment_adequacy_changes": b.optional(h.field("EnergyAccount.payment_adequacy_changes", b.array(h.field("EnergyAccount.payment_adequacy_changes[]", PaymentAdequacyChange), { maxItems: 5000 }))),
+    "payment_instructions": b.optional(h.field("EnergyAccount.payment_instructions", b.array(h.field("EnergyAccount.payment_instructions[]", PaymentInstruction), { maxItems: 5000 }))),
+    "payment_plans": b.optional(h.field("EnergyAccount.payment_plans", b.array(h.field("EnergyAccount.payment_plans[]", PaymentPlan), { maxItems: 5000 }))),
+    "payment_preferences": b.optional(h.field("EnergyAccount.payment_preferences", b.array(h.field("EnergyAccount.payment_preferences[]", PaymentPreference), { maxItems: 5000 }))),
+    "payment_promises": b.optional(h.field("EnergyAccount.payment_promises", b.array(h.field("EnergyAccount.payment_promises[]", PaymentPromise), { maxItems: 5000 }))),
+    "payment_schedules": b.optional(h.field("EnergyAccount.payment_schedules", b.array(h.field("EnergyAccount.payment_schedules[]", PaymentSchedule), { maxItems: 5000 }))),
     "portfolio": b.optionalNullable(h.field("EnergyAccount.portfolio", AccountPortfolio)),
-    "references": b.optional(h.field("EnergyAccount.references", b.array(h.field("EnergyAccount.references[]", AccountReference)))),
+    "references": b.optional(h.field("EnergyAccount.references", b.array(h.field("EnergyAccount.references[]", AccountReference), { maxItems: 5000 }))),
     "sales_channel": b.optional(h.field("EnergyAccount.sales_channel", b.choice(["DIRECT","PRICE_COMPARISON","TELESALES","DIGI_TELESALES","EVENTS","FIELD_SALES","AGGREGATOR","PARTNERSHIPS","NEW_TENANT","MOVE_IN","WORKPLACE_POP_UP","BROKER","PARENT_POWER","PEOPLE_POWER","GIFT_OF_KIT","HIGH_REFERRER","SUPPLIER_OF_LAST_RESORT","ACQUISITION","WORKS_WITH_OCTOPUS","LANDLORD","DEBT_COLLECTION_AGENCY",""]))),
     "sales_subchannel": b.optional(h.field("EnergyAccount.sales_subchannel", b.text())),
     "smart_read_cycle_day": b.optional(h.field("EnergyAccount.smart_read_cycle_day", b.integer())),
     "smart_read_frequency": b.optional(h.field("EnergyAccount.smart_read_frequency", b.choice(["MONTHLY","DAILY","HALF_HOURLY","DENIED",""]))),
-    "statements": b.optional(h.field("EnergyAccount.statements", b.array(h.field("EnergyAccount.statements[]", Statement)))),
-    "supply_addresses": b.optional(h.field("EnergyAccount.supply_addresses", b.array(h.field("EnergyAccount.supply_addresses[]", EnergyLegacySupplyAddress)))),
+    "statements": b.optional(h.field("EnergyAccount.statements", b.array(h.field("EnergyAccount.statements[]", Statement), { maxItems: 5000 }))),
+    "supply_addresses": b.optional(h.field("EnergyAccount.supply_addresses", b.array(h.field("EnergyAccount.supply_addresses[]", EnergyLegacySupplyAddress), { maxItems: 5000 }))),
     "transfer_balance": b.optional(h.field("EnergyAccount.transfer_balance", b.decimal({ integerDigits: 10, fractionDigits: 10 }))),
     "unknown_occupier": b.optionalNullable(h.field("EnergyAccount.unknown_occupier", b.boolean())),
-    "warm_home_discount": b.optional(h.field("EnergyAccount.warm_home_discount", b.array(h.field("EnergyAccount.warm_home_discount[]", EnergyWarmHomeDiscount)))),
+    "warm_home_discount": b.optional(h.field("EnergyAccount.warm_home_discount", b.array(h.field("EnergyAccount.warm_home_discount[]", EnergyWarmHomeDiscount), { maxItems: 5000 }))),
   });
   const HistoricalStatements = h.object("HistoricalStatements", {
     "external_account_number": h.field("HistoricalStatements.external_account_number", b.text()),
     "import_supplier": h.field("HistoricalStatements.import_supplier", b.text({ maxLength: 255 })),
-    "statements": h.field("HistoricalStatements.statements", b.array(h.field("HistoricalStatements.statements[]", Statement))),
+    "statements": h.field("HistoricalStatements.statements", b.array(h.field("HistoricalStatements.statements[]", Statement), { maxItems: 5000 })),
   });
   const LegacyPaymentInstruction = h.object("LegacyPaymentInstruction", {
     "external_account_number": h.field("LegacyPaymentInstruction.external_account_number", b.text()),
@@ -909,7 +909,7 @@ export function buildContractSchemas(h: ContractHooks) {
     "dry_run": b.optional(h.field("Transactions.dry_run", b.boolean())),
     "external_account_number": b.optional(h.field("Transactions.external_account_number", b.text())),
     "import_supplier": h.field("Transactions.import_supplier", b.text({ maxLength: 255 })),
-    "transactions": b.optional(h.field("Transactions.transactions", b.array(h.field("Transactions.transactions[]", EnergyTransaction)))),
+    "transactions": b.optional(h.field("Transactions.transactions", b.array(h.field("Transactions.transactions[]", EnergyTransaction), { maxItems: 5000 }))),
   });
   return { AccountCampaign, AccountConsent, NoteDocument, Note, AccountNote, PortfolioReference, PortfolioSettings, AccountPortfolio, AccountReference, Address, AgedDebt, AgreementIntermediaryDetails, BusinessDetail, BusinessPortfolio, CustomerAlternativeNumber, CustomerUserDetail, BusinessUser, BaseBusiness, BasePaymentPreference, BusinessWithExistingContracts, Business, ComplaintContact, Complaint, ContributionSchemePeriod, ContributionSchemeAgreement, CustomerConsent, Debt, DepositAgreement, DunningPath, ElectricityAgentContractReference, ElectricityAgents, ElectricityBespokeRegisterRate, ElectricityBespokeElectricityTariffRate, SalesChannelCharacteristic, "Gbr-electricity.payment-methodCharacteristic": Gbr_electricity_payment_methodCharacteristic, "Gbr-electricity.meter-rate-profileCharacteristic": Gbr_electricity_meter_rate_profileCharacteristic, "Gbr-gas.meter-point-grid-supply-point-equivalentCharacteristic": Gbr_gas_meter_point_grid_supply_point_equivalentCharacteristic, "Gbr-gas.payment-methodCharacteristic": Gbr_gas_payment_methodCharacteristic, ProductCharacteristic, RateOverride, ElectricityAgreement, ElectricityCapacityValue, ElectricityConfigurationPeriod, ElectricityEstimatedAnnualConsumption, EnergyPrepaymentDetails, HistoricalReading, ElectricityRegister, Reading, ElectricityMeter, EnergyTaxExemption, EnergySmartRefusalInterest, EnergySmartSiteVisit, ElectricityMeterPoint, EnergyAccountBillingOptions, EnergyCommissionContract, EnergyCredit, TaxItem, EnergyCharge, EnergyPayment, EnergyRepayment, LineItem, EnergySupplyCharge, EnergyTransaction, EnergyCustomerPreferences, Metadata, EnergyPSR, EnergyCustomer, EnergyAddress, EnergyCreditHold, EnergyExtension, EnergyInstallation, EnergyReading, EnergyMeter, EnergyFit, ExampleLedger, PartnerOrganisation, Ledger, PaymentAdequacyChange, PaymentInstruction, PaymentPlanPaymentAmountComponent, PaymentPlanPayment, PaymentPlan, ExistingPaymentInstructionReference, PaymentPreferencesWithExistingInstructionReferences, NewPaymentInstructionReference, PaymentPreferencesWithNewInstructionReferences, PaymentPreference, PaymentPromise, Payments, PaymentSchedule, Statement, GasBespokeGasTariffRate, GasAgreement, GasAnnualQuantity, GasPrepayDebtRepaymentOptions, GasPrepaymentDetails, GasMeter, GasMeterPoint, MeterPoint, PropertyAdministrator, EnergyLegacySupplyAddress, EnergyWarmHomeDiscount, EnergyAccount, HistoricalStatements, LegacyPaymentInstruction, TaskParameters, ScheduleAccountCreation, Transactions };
 }

@@ -293,6 +293,24 @@ describe('a gas-and-electricity account with several registers', () => {
 });
 
 describe("the account's own extras are all or nothing with it", () => {
+  it('validate and stage refuse what process would refuse for a field, at its place in the account', async () => {
+    const example = published('account');
+    example.external_account_number = 'EMB-FIELDS';
+    // Its own meter points: the example's are the imported EXTERNAL-1234's.
+    example.supply_addresses[0].meter_points[0].identifier = validMpan();
+    example.supply_addresses[0].meter_points[1].identifier = validMprn();
+    example.notes[0].external_id = '';
+    example.ledgers[0].current_statement_transactions[0].display_note = 'x'.repeat(5001);
+    for (const url of ['/v1/data-import/validate-account/', '/v1/data-import/account-import-process/create-or-update/']) {
+      const res = await post(url, example);
+      expect(res.statusCode, url).toBe(400);
+      expect(res.json().code).toBe('account_failed_validation');
+      expect(res.json().errors.map((e: { code: string; attr: string }) => `${e.code}@${e.attr}`).sort()).toEqual(
+        ['blank@notes.0.external_id', 'max_length@ledgers.0.current_statement_transactions.0.display_note'].sort(),
+      );
+    }
+  });
+
   it('a note whose document is not in storage fails the account at its place, and nothing is created', async () => {
     const payload = accountPayload(S, 'EMB-FAIL', {
       notes: [{ body: 'Kept only if the account is' }, { body: 'With a letter', document_paths: [{ document_path: 'missing/letter.pdf' }] }],

@@ -208,33 +208,34 @@ async function insertSupply(trx: Executor, accountId: string, addresses: readonl
   );
   if (agreements.length > 0) await trx.insertInto('agreements').values(agreements).execute();
 
-  const meters: { meter: Meter; key: string }[] = meterPoints.flatMap(({ mp }) => (mp.meters ?? []).map((meter, position) => ({ meter, key: `${mp.identifier}/${String(position)}` })));
+  const meters: { meter: Meter; meterPointId: string; position: number }[] = meterPoints.flatMap(({ mp }) =>
+    (mp.meters ?? []).map((meter, position) => ({ meter, meterPointId: meterPointId.get(mp.identifier) as string, position })),
+  );
   if (meters.length === 0) return;
   const meterRows = await trx
     .insertInto('meters')
     .values(
-      meterPoints.flatMap(({ mp }) =>
-        (mp.meters ?? []).map((m, position) => ({
-          meter_point_id: meterPointId.get(mp.identifier) as string,
-          position,
-          meter_serial_number: m.meter_serial_number,
-          installed_on: orNull(m.installed_on),
-          removed_on: orNull(m.removed_on),
-          is_prepay: orNull(m.is_prepay),
-          prepay_customer_reference_number: orNull(m.prepay_customer_reference_number),
-          smart_type: orNull(m.smart_type),
-          smart_device_id: orNull(m.smart_device_id),
-          smart_commissioned_on: orNull(m.smart_commissioned_on),
-          gas_number_of_digits: 'gas_number_of_digits' in m ? m.gas_number_of_digits : null,
-          units_of_measure: 'units_of_measure' in m ? orNull(m.units_of_measure) : null,
-          last_billed_to_date: 'last_billed_to_date' in m ? orNull(m.last_billed_to_date) : null,
-        })),
-      ),
+      meters.map(({ meter: m, meterPointId: meter_point_id, position }) => ({
+        meter_point_id,
+        position,
+        meter_serial_number: m.meter_serial_number,
+        installed_on: orNull(m.installed_on),
+        removed_on: orNull(m.removed_on),
+        is_prepay: orNull(m.is_prepay),
+        prepay_customer_reference_number: orNull(m.prepay_customer_reference_number),
+        smart_type: orNull(m.smart_type),
+        smart_device_id: orNull(m.smart_device_id),
+        smart_commissioned_on: orNull(m.smart_commissioned_on),
+        gas_number_of_digits: 'gas_number_of_digits' in m ? m.gas_number_of_digits : null,
+        units_of_measure: 'units_of_measure' in m ? orNull(m.units_of_measure) : null,
+        last_billed_to_date: 'last_billed_to_date' in m ? orNull(m.last_billed_to_date) : null,
+      })),
     )
-    .returning(['id'])
+    .returning(['id', 'meter_point_id', 'position'])
     .execute();
-  // RETURNING gives rows in VALUES order for a single multi-row INSERT.
-  const meterIds = meterRows.map((r) => r.id);
+  // Matched by (meter point, position): PostgreSQL does not promise RETURNING in VALUES order.
+  const meterIdOf = new Map(meterRows.map((r) => [`${r.meter_point_id}/${String(r.position)}`, r.id]));
+  const meterIds = meters.map((m) => meterIdOf.get(`${m.meterPointId}/${String(m.position)}`) as string);
 
   const registers = meters.flatMap(({ meter }, i) =>
     ('registers' in meter ? (meter.registers ?? []) : []).map((r, position) => ({
@@ -308,33 +309,28 @@ export async function readAccountTree(db: Executor, supplierId: string, external
     .executeTakeFirst();
   if (!account) return undefined;
   const id = account.id;
-  const [process, customers, supplyAddresses, meterPoints, metadata, counts] = await Promise.all([
-    db.selectFrom('account_import_processes').select('payload').where('account_id', '=', id).executeTakeFirst(),
-    db.selectFrom('customers').selectAll().where('account_id', '=', id).orderBy('position').execute(),
-    db.selectFrom('supply_addresses').selectAll().where('account_id', '=', id).orderBy('position').execute(),
-    db.selectFrom('meter_points').selectAll().where('account_id', '=', id).orderBy('supply_address_id').orderBy('position').orderBy('id').execute(),
-    db.selectFrom('account_metadata').select(['key', 'value']).where('account_id', '=', id).execute(),
-    db
-      .selectNoFrom((eb) => [
-        eb.selectFrom('account_notes').select(eb.fn.countAll<string>().as('n')).where('account_id', '=', id).as('notes'),
-        eb.selectFrom('account_transactions').select(eb.fn.countAll<string>().as('n')).where('account_id', '=', id).as('transactions'),
-        eb.selectFrom('historical_statements').select(eb.fn.countAll<string>().as('n')).where('account_id', '=', id).as('statements'),
-        eb.selectFrom('payment_instructions').select(eb.fn.countAll<string>().as('n')).where('account_id', '=', id).as('payment_instructions'),
-      ])
-      .executeTakeFirstOrThrow(),
-  ]);
+  // One query at a time: a read-back holds one pooled connection at most, however many run at once.
+  const process = await db.selectFrom('account_import_processes').select('payload').where('account_id', '=', id).executeTakeFirst();
+  const customers = await db.selectFrom('customers').selectAll().where('account_id', '=', id).orderBy('position').execute();
+  const supplyAddresses = await db.selectFrom('supply_addresses').selectAll().where('account_id', '=', id).orderBy('position').execute();
+  const meterPoints = await db.selectFrom('meter_points').selectAll().where('account_id', '=', id).orderBy('supply_address_id').orderBy('position').orderBy('id').execute();
+  const metadata = await db.selectFrom('account_metadata').select(['key', 'value']).where('account_id', '=', id).orderBy('key').execute();
+  const counts = await db
+    .selectNoFrom((eb) => [
+      eb.selectFrom('account_notes').select(eb.fn.countAll<string>().as('n')).where('account_id', '=', id).as('notes'),
+      eb.selectFrom('account_transactions').select(eb.fn.countAll<string>().as('n')).where('account_id', '=', id).as('transactions'),
+      eb.selectFrom('historical_statements').select(eb.fn.countAll<string>().as('n')).where('account_id', '=', id).as('statements'),
+      eb.selectFrom('payment_instructions').select(eb.fn.countAll<string>().as('n')).where('account_id', '=', id).as('payment_instructions'),
+    ])
+    .executeTakeFirstOrThrow();
   const customerIds = customers.map((c) => c.id);
   const meterPointIds = meterPoints.map((m) => m.id);
-  const [psr, meters, agreements] = await Promise.all([
-    customerIds.length > 0 ? db.selectFrom('customer_psr_entries').selectAll().where('customer_id', 'in', customerIds).orderBy('customer_id').orderBy('position').execute() : [],
-    meterPointIds.length > 0 ? db.selectFrom('meters').selectAll().where('meter_point_id', 'in', meterPointIds).orderBy('meter_point_id').orderBy('position').orderBy('id').execute() : [],
-    meterPointIds.length > 0 ? db.selectFrom('agreements').selectAll().where('meter_point_id', 'in', meterPointIds).orderBy('meter_point_id').orderBy('position').orderBy('id').execute() : [],
-  ]);
+  const psr = customerIds.length > 0 ? await db.selectFrom('customer_psr_entries').selectAll().where('customer_id', 'in', customerIds).orderBy('customer_id').orderBy('position').execute() : [];
+  const meters = meterPointIds.length > 0 ? await db.selectFrom('meters').selectAll().where('meter_point_id', 'in', meterPointIds).orderBy('meter_point_id').orderBy('position').orderBy('id').execute() : [];
+  const agreements = meterPointIds.length > 0 ? await db.selectFrom('agreements').selectAll().where('meter_point_id', 'in', meterPointIds).orderBy('meter_point_id').orderBy('position').orderBy('id').execute() : [];
   const meterIds = meters.map((m) => m.id);
-  const [registers, readings] = await Promise.all([
-    meterIds.length > 0 ? db.selectFrom('meter_registers').selectAll().where('meter_id', 'in', meterIds).orderBy('meter_id').orderBy('position').execute() : [],
-    meterIds.length > 0 ? db.selectFrom('meter_readings').selectAll().where('meter_id', 'in', meterIds).orderBy('meter_id').orderBy('kind').orderBy('position').execute() : [],
-  ]);
+  const registers = meterIds.length > 0 ? await db.selectFrom('meter_registers').selectAll().where('meter_id', 'in', meterIds).orderBy('meter_id').orderBy('position').execute() : [];
+  const readings = meterIds.length > 0 ? await db.selectFrom('meter_readings').selectAll().where('meter_id', 'in', meterIds).orderBy('meter_id').orderBy('kind').orderBy('position').execute() : [];
   return {
     account,
     payload: process?.payload ?? null,

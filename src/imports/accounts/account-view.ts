@@ -25,7 +25,9 @@ function byParent(rows: readonly Row[], key: string): Map<string, Row[]> {
   const map = new Map<string, Row[]>();
   for (const r of rows) {
     const parent = String(r[key]);
-    map.set(parent, [...(map.get(parent) ?? []), r]);
+    const siblings = map.get(parent);
+    if (siblings) siblings.push(r);
+    else map.set(parent, [r]);
   }
   return map;
 }

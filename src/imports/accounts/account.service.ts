@@ -155,6 +155,8 @@ export function createAccountService(deps: AccountServiceDeps) {
     const data = parsed.success ? (parsed.data as AccountData) : undefined;
     if (data && supplier) {
       items.push(...(await meterPointClaimErrors(db, data, supplier)));
+      // Its own notes, statements, transactions and instructions, under the extras endpoints' rules.
+      if (deps.embeddedExtras) items.push(...deps.embeddedExtras.check(data, supplier.code));
     }
     if (items.length > 0 || !data || !supplier) {
       throw new AppError(400, 'account_failed_validation', FAILED_VALIDATION, items);
@@ -255,7 +257,7 @@ export function createAccountService(deps: AccountServiceDeps) {
     const data = parseOrThrow(schema, process.payload, 'account_failed_validation', FAILED_VALIDATION) as AccountData;
     const number = await nextAccountNumber(trx);
     // The account's own extras are checked (documents, the payment vendor) before anything is written.
-    const embedded = deps.embeddedExtras ? await deps.embeddedExtras(data, supplier, trx) : null;
+    const embedded = deps.embeddedExtras ? await deps.embeddedExtras.prepare(data, supplier, trx) : null;
     const account = await insertAccount(trx, { number, supplierId: supplier.id, teamId: team.id, data, now: deps.clock.now() });
     await linkAccount(trx, process.id, account.id);
     if (embedded) {

@@ -26,8 +26,16 @@ export interface EmbeddedCounts {
   payment_instructions: number;
 }
 
-/** Checks the account's own extras (documents, the payment vendor) and returns the writes to run once the account exists; null when it carries none. */
-export type EmbeddedExtras = (data: AccountData, supplier: ImportSupplier, db: Executor) => Promise<LockedWrite<EmbeddedCounts> | null>;
+export interface EmbeddedExtras {
+  /**
+   * The account's own extras' field problems under the extras endpoints' rules, at their places in
+   * the account: validate and stage report them, so an account they accept is not refused at process
+   * for a field. (Documents and the payment vendor are checked at process.)
+   */
+  check(data: AccountData, supplierCode: string): ErrorItem[];
+  /** Checks the account's own extras (documents, the payment vendor) and returns the writes to run once the account exists; null when it carries none. */
+  prepare(data: AccountData, supplier: ImportSupplier, db: Executor): Promise<LockedWrite<EmbeddedCounts> | null>;
+}
 
 const FAILED = 'Account data failed validation.';
 
@@ -50,8 +58,44 @@ async function guard<T>(fn: () => Promise<T>, relocate: (attr: string) => string
   }
 }
 
+/** Every transaction of the account, wherever it sits, with its place in the account payload. */
+function accountTransactions(data: AccountData): { transactions: unknown[]; places: string[] } {
+  const places: string[] = [];
+  const transactions: unknown[] = [];
+  const take = (list: readonly unknown[] | null | undefined, at: string) =>
+    (list ?? []).forEach((t, i) => {
+      transactions.push(t);
+      places.push(`${at}.${String(i)}`);
+    });
+  take(data.historical_statement_transactions, 'historical_statement_transactions');
+  take(data.current_statement_transactions, 'current_statement_transactions');
+  (data.ledgers ?? []).forEach((ledger, l) => {
+    take(ledger.historical_statement_transactions, `ledgers.${String(l)}.historical_statement_transactions`);
+    take(ledger.current_statement_transactions, `ledgers.${String(l)}.current_statement_transactions`);
+  });
+  return { transactions, places };
+}
+
+/** `transactions.3.reason` → its place in the account (`ledgers.0.current_statement_transactions.1.reason`). */
+const transactionPlace = (places: readonly string[]) => (attr: string) =>
+  attr.replace(/^transactions\.(\d+)/, (_, i: string) => places[Number(i)] ?? 'transactions').replace(/^transactions$/, 'current_statement_transactions');
+
 export function makeEmbeddedExtras(s: EmbeddedExtrasServices): EmbeddedExtras {
-  return async (data, supplier, db) => {
+  const check: EmbeddedExtras['check'] = (data, supplierCode) => {
+    const pair = { import_supplier: supplierCode, external_account_number: data.external_account_number };
+    const at = (items: ErrorItem[], relocate: (attr: string) => string) => items.map((e) => ({ ...e, attr: e.attr === null ? null : relocate(e.attr) }));
+    const items: ErrorItem[] = [];
+    if (data.notes?.length) items.push(...s.notes.checkNotes({ ...pair, notes: data.notes }));
+    if (data.statements?.length) items.push(...s.statements.checkStatements({ ...pair, statements: data.statements }));
+    const { transactions, places } = accountTransactions(data);
+    if (transactions.length > 0) items.push(...at(s.transactions.checkTransactions(transactions), transactionPlace(places)));
+    (data.payment_instructions ?? []).forEach((instruction, i) => {
+      items.push(...at(s.paymentInstructions.checkPaymentInstruction({ ...pair, ...instruction }), (attr) => `payment_instructions.${String(i)}.${attr}`));
+    });
+    return items;
+  };
+
+  const prepare: EmbeddedExtras['prepare'] = async (data, supplier, db) => {
     const pair = { import_supplier: supplier.code, external_account_number: data.external_account_number };
     const ctx: ExtrasContext = { db, supplier };
     const writes: Array<{ write: LockedWrite<unknown>; relocate: (attr: string) => string }> = [];
@@ -69,21 +113,9 @@ export function makeEmbeddedExtras(s: EmbeddedExtrasServices): EmbeddedExtras {
     }
 
     // Every transaction of the account, wherever it sits, as one request; each keeps its place.
-    const places: string[] = [];
-    const transactions: unknown[] = [];
-    const take = (list: readonly unknown[] | null | undefined, at: string) =>
-      (list ?? []).forEach((t, i) => {
-        transactions.push(t);
-        places.push(`${at}.${String(i)}`);
-      });
-    take(data.historical_statement_transactions, 'historical_statement_transactions');
-    take(data.current_statement_transactions, 'current_statement_transactions');
-    (data.ledgers ?? []).forEach((ledger, l) => {
-      take(ledger.historical_statement_transactions, `ledgers.${String(l)}.historical_statement_transactions`);
-      take(ledger.current_statement_transactions, `ledgers.${String(l)}.current_statement_transactions`);
-    });
+    const { transactions, places } = accountTransactions(data);
     if (transactions.length > 0) {
-      const relocate = (attr: string) => attr.replace(/^transactions\.(\d+)/, (_, i: string) => places[Number(i)] ?? `transactions.${i}`);
+      const relocate = transactionPlace(places);
       // The account's own statement rules have placed them in their periods already (historical ones
       // before the last closing, current ones after): no move into the open period, no refusal of it.
       const write = await guard(() => s.transactions.prepareTransactions({ ...pair, transactions }, {}, { ...ctx, fromAccount: true }), relocate);
@@ -103,4 +135,5 @@ export function makeEmbeddedExtras(s: EmbeddedExtrasServices): EmbeddedExtras {
       return counts;
     };
   };
+  return { check, prepare };
 }

@@ -142,7 +142,13 @@ export function createNoteService(deps: NoteServiceDeps) {
     return results;
   }
 
-  return { importNotes, prepareNotes };
+  /** The request's field problems alone (no storage, no account): what an account's own notes are checked with at validate time. */
+  function checkNotes(input: unknown): ErrorItem[] {
+    const parsed = notesRequestSchema.safeParse(input, { reportInput: true });
+    return parsed.success ? [] : issuesToItems(parsed.error.issues);
+  }
+
+  return { importNotes, prepareNotes, checkNotes };
 }
 
 export type NoteService = ReturnType<typeof createNoteService>;

@@ -1,13 +1,13 @@
 import type { Kysely } from 'kysely';
 import { z } from 'zod';
 import type { Database, Executor } from '../../db/database.js';
-import { AppError, badRequest } from '../../errors.js';
+import { AppError, badRequest, type ErrorItem } from '../../errors.js';
 import { INSTRUCTION_TYPES, PaymentVendorUnavailable, type PaymentVendorClient, type VendorLookup } from '../../vendors/payment-vendor.js';
 import type { ReferenceData } from '../reference/reference.service.js';
 import { findImportedAccountSupplier } from '../shared/account-lookup.js';
 import { choice, crossFieldCheck, dateString, isRecord } from '../shared/fields.js';
 import { accountPairShape, runLocked, type AccountPair, type ExtrasContext, type LockedWrite } from '../shared/imported-account.js';
-import { parseOrThrow } from '../shared/validation.js';
+import { issuesToItems, parseOrThrow } from '../shared/validation.js';
 
 /**
  * The published request (LegacyPaymentInstruction), with the in-account PaymentInstruction's fields too.
@@ -127,7 +127,16 @@ export function createPaymentInstructionService(deps: PaymentInstructionServiceD
     return storeInstruction(req, lookup.details.raw);
   }
 
-  return { importPaymentInstruction, preparePaymentInstruction };
+  /** The request's field problems and whether its type is enabled (no vendor, no account). The caller refreshes the reference lists. */
+  function checkPaymentInstruction(input: unknown): ErrorItem[] {
+    const parsed = paymentInstructionRequestSchema.safeParse(input, { reportInput: true });
+    if (!parsed.success) return issuesToItems(parsed.error.issues);
+    return deps.reference.values('PAYMENT_INSTRUCTION_TYPE').has(parsed.data.type)
+      ? []
+      : [{ code: 'invalid_choice', detail: `Payment-instruction type '${parsed.data.type}' is not enabled on this platform.`, attr: 'type' }];
+  }
+
+  return { importPaymentInstruction, preparePaymentInstruction, checkPaymentInstruction };
 }
 
 export type PaymentInstructionService = ReturnType<typeof createPaymentInstructionService>;

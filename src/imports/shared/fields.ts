@@ -307,9 +307,6 @@ export interface CrossFieldContext {
   addIssue(code: string, message: string, path: PropertyKey[]): void;
 }
 
-function startsWith(path: readonly PropertyKey[], prefix: readonly PropertyKey[]): boolean {
-  return prefix.length <= path.length && prefix.every((p, i) => p === path[i]);
-}
 
 /**
  * A check that relates several fields and still runs when other fields failed. zod skips an object's
@@ -324,7 +321,7 @@ export function crossFieldCheck<T>(check: (value: unknown, ctx: CrossFieldContex
         // Problems other cross-field checks found are about relations between values, not about a
         // value failing to parse: two checks on the same fields must both report (a repeated key is
         // both decisions.md's duplicate_key and the document's metadata_has_duplicate_keys).
-        parsed: (path) => !payload.issues.some((issue) => !isCrossFieldIssue(issue) && startsWith(issue.path ?? [], path)),
+        parsed: (path) => payload.issues.length === 0 || !failedPaths(payload.issues).has(pathKey(path)),
         addIssue: (code, message, path) =>
           payload.addIssue({ code: 'custom', message, params: { code, [CROSS_FIELD]: true }, path, input: undefined } as z.core.$ZodRawIssue),
       });
@@ -334,6 +331,29 @@ export function crossFieldCheck<T>(check: (value: unknown, ctx: CrossFieldContex
 }
 
 const CROSS_FIELD = 'crossField';
+
+const pathKey = (path: readonly PropertyKey[]): string => path.map((p) => `${typeof p === 'number' ? '#' : '.'}${String(p)}`).join('');
+
+type Issues = ReadonlyArray<{ code?: string; params?: unknown; path?: PropertyKey[] }>;
+
+/**
+ * The keys of every path at or above a problem that is not another cross-field check's finding.
+ * Rules ask about many fields, and every check on one object shares its list of problems, which only
+ * grows: the set is built once per list and extended with what was appended since, so an invalid
+ * payload costs linear time rather than a scan of every problem for every field asked about.
+ */
+const failedIndex = new WeakMap<Issues, { seen: number; keys: Set<string> }>();
+function failedPaths(issues: Issues): Set<string> {
+  let entry = failedIndex.get(issues);
+  if (!entry) failedIndex.set(issues, (entry = { seen: 0, keys: new Set() }));
+  for (; entry.seen < issues.length; entry.seen++) {
+    const issue = issues[entry.seen]!;
+    if (isCrossFieldIssue(issue)) continue;
+    const path = issue.path ?? [];
+    for (let n = 0; n <= path.length; n++) entry.keys.add(pathKey(path.slice(0, n)));
+  }
+  return entry.keys;
+}
 
 function isCrossFieldIssue(issue: { code?: string; params?: unknown }): boolean {
   return issue.code === 'custom' && (issue.params as Record<string, unknown> | undefined)?.[CROSS_FIELD] === true;

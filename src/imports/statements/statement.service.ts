@@ -116,7 +116,13 @@ export function createStatementService(deps: StatementServiceDeps) {
     };
   }
 
-  return { importStatements, prepareStatements };
+  /** The request's field problems alone (no storage, no account). */
+  function checkStatements(input: unknown): ErrorItem[] {
+    const parsed = schema.safeParse(input, { reportInput: true });
+    return parsed.success ? [] : issuesToItems(parsed.error.issues);
+  }
+
+  return { importStatements, prepareStatements, checkStatements };
 }
 
 export type StatementService = ReturnType<typeof createStatementService>;

@@ -2,13 +2,14 @@ import type { Kysely } from 'kysely';
 import { addDaysUtc, utcDate, type Clock } from '../../clock.js';
 import { chunkRows } from '../../db/chunked.js';
 import type { Database, Executor } from '../../db/database.js';
-import { AppError } from '../../errors.js';
+import { AppError, type ErrorItem } from '../../errors.js';
 import { findImportedAccountSupplier } from '../shared/account-lookup.js';
 import { assertSameAccount, runLocked, runLockedDry, type AccountPair, type ExtrasContext, type ImportedAccount, type LockedWrite } from '../shared/imported-account.js';
 import { issuesToItems, parseOrThrow } from '../shared/validation.js';
 import type { ReferenceData } from '../reference/reference.service.js';
 import {
   makeTransactionSchema,
+  MAX_TRANSACTIONS_PER_REQUEST,
   transactionsQuerySchema,
   transactionsRequestSchema,
   type TransactionInput,
@@ -162,7 +163,23 @@ export function createTransactionService(deps: TransactionServiceDeps) {
     };
   }
 
-  return { importTransactions, prepareTransactions };
+  /**
+   * Every transaction's field problems (no account, no lookups), each at `transactions.N…`: what an
+   * account's own transactions are checked with at validate time. The caller refreshes the reference lists.
+   */
+  function checkTransactions(transactions: readonly unknown[]): ErrorItem[] {
+    const items: ErrorItem[] = [];
+    if (transactions.length > MAX_TRANSACTIONS_PER_REQUEST) {
+      items.push({ code: 'too_many_items', detail: `At most ${String(MAX_TRANSACTIONS_PER_REQUEST)} transactions.`, attr: 'transactions' });
+    }
+    transactions.forEach((raw, i) => {
+      const r = transactionSchema.safeParse(raw, { reportInput: true });
+      if (!r.success) items.push(...issuesToItems(r.error.issues).map((e) => ({ ...e, attr: e.attr === null ? `transactions.${String(i)}` : `transactions.${String(i)}.${e.attr}` })));
+    });
+    return items;
+  }
+
+  return { importTransactions, prepareTransactions, checkTransactions };
 }
 
 export type TransactionService = ReturnType<typeof createTransactionService>;
