@@ -1,5 +1,5 @@
 import { Decimal } from 'decimal.js';
-import { parsePhoneNumberFromString, type PhoneNumber } from 'libphonenumber-js/max';
+import { parsePhoneNumberFromString } from 'libphonenumber-js/max';
 import { parsePhoneNumberFromString as parseWithMobileMetadata } from 'libphonenumber-js/mobile';
 import { isValid as isValidPostcode, toNormalised as normalisePostcode } from 'postcode';
 import { z } from 'zod';
@@ -64,13 +64,6 @@ export function dateNotInFuture(today: () => string) {
   });
 }
 
-/** A date strictly before today (a date of birth cannot be today). */
-export function dateInPast(today: () => string) {
-  return dateString.superRefine((s, ctx) => {
-    const t = today();
-    if (s >= t) addCodedIssue(ctx, 'date_in_future', `Date must be in the past (today is ${t}).`);
-  });
-}
 
 /* ------------------------------------------------------------------------------------------ */
 /* Datetimes                                                                                   */
@@ -200,16 +193,11 @@ export function decimalString(limits: DecimalLimits) {
 /* Contact details                                                                             */
 /* ------------------------------------------------------------------------------------------ */
 
-/** A UK postcode, normalised to upper case with a single space (`SW1A 1AA`). */
-export const ukPostcode = z.string().transform((s, ctx) => {
+/** A UK postcode normalised to upper case with a single space (`SW1A 1AA`), or null when it is not one. */
+export function normaliseUkPostcode(s: string): string | null {
   const trimmed = s.trim();
-  const normalised = isValidPostcode(trimmed) ? normalisePostcode(trimmed) : null;
-  if (normalised === null) {
-    addCodedIssue(ctx, 'invalid_postcode', `${shown(s)} is not a valid UK postcode.`);
-    return z.NEVER;
-  }
-  return normalised;
-});
+  return isValidPostcode(trimmed) ? normalisePostcode(trimmed) : null;
+}
 
 // RFC 5321 limits: a longer address can never be delivered, whatever the pattern says.
 const MAX_EMAIL_LENGTH = 254;
@@ -225,35 +213,23 @@ export const email = checkedString(
 // Numbers without a country code are read as UK numbers: the service migrates UK accounts.
 const DEFAULT_COUNTRY = 'GB';
 
-/** `valid` decides on a parsed number: isValid(), or a check of getType() (which is undefined for an invalid number, so it implies isValid). */
-function phoneField(valid: (p: PhoneNumber) => boolean, what: string, parse = parsePhoneNumberFromString) {
-  return z.string().transform((s, ctx) => {
-    const phone = parse(s, DEFAULT_COUNTRY);
-    if (!phone || !valid(phone)) {
-      addCodedIssue(ctx, 'invalid_phone_number', `${shown(s)} is not a valid ${what}.`);
-      return z.NEVER;
-    }
-    return phone.number;
-  });
-}
-
 /**
- * A valid mobile number, normalised to E.164. Read with libphonenumber's "mobile" metadata, which
- * holds only the mobile patterns: the same answer as the full metadata's getType() (MOBILE, or
+ * A valid mobile number in E.164, or null. Read with libphonenumber's "mobile" metadata, which holds
+ * only the mobile patterns: the same answer as the full metadata's getType() (MOBILE, or
  * FIXED_LINE_OR_MOBILE where mobiles cannot be told apart from landlines, as in the US), at a quarter
  * of the cost (a profile of the validate endpoint had libphonenumber at a quarter of its CPU).
  */
-export const mobilePhone = phoneField(
-  (p) => {
-    const type = p.getType();
-    return type === 'MOBILE' || type === 'FIXED_LINE_OR_MOBILE';
-  },
-  'mobile phone number',
-  parseWithMobileMetadata,
-);
+export function normalisedMobile(s: string): string | null {
+  const phone = parseWithMobileMetadata(s, DEFAULT_COUNTRY);
+  const type = phone?.getType();
+  return phone && (type === 'MOBILE' || type === 'FIXED_LINE_OR_MOBILE') ? phone.number : null;
+}
 
-/** Any valid phone number, normalised to E.164. */
-export const phoneNumber = phoneField((p) => p.isValid(), 'phone number');
+/** Any valid phone number in E.164, or null. */
+export function normalisedPhone(s: string): string | null {
+  const phone = parsePhoneNumberFromString(s, DEFAULT_COUNTRY);
+  return phone?.isValid() ? phone.number : null;
+}
 
 /* ------------------------------------------------------------------------------------------ */
 /* Meter point identifiers                                                                     */
@@ -279,11 +255,7 @@ export function isValidMprn(s: string): boolean {
   return /^\d{6,10}$/.test(s);
 }
 
-/** An electricity MPAN core (`invalid_mpan`). */
-export const mpanCore = checkedString('invalid_mpan', (s) => `${shown(s)} is not a valid MPAN core: 13 digits with a valid check digit.`, isValidMpanCore);
 
-/** A gas MPRN (`invalid_mprn`). */
-export const mprn = checkedString('invalid_mprn', (s) => `${shown(s)} is not a valid MPRN: 6 to 10 digits.`, isValidMprn);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Enumerations and cross-field checks                                                         */

@@ -1,58 +1,38 @@
-import { parsePhoneNumberFromString, type PhoneNumber } from 'libphonenumber-js/max';
-import { parsePhoneNumberFromString as parseWithMobileMetadata } from 'libphonenumber-js/mobile';
-import { isValid as isValidPostcode, toNormalised as normalisePostcode } from 'postcode';
 import type { RuleSpec } from '../../../contract/rules.js';
-import { isRecord } from '../../shared/fields.js';
+import { isRecord, normalisedMobile, normalisedPhone, normaliseUkPostcode } from '../../shared/fields.js';
 import { parsedString, shown, stringRule } from './helpers.js';
 
 // Phone numbers, postcodes, delivery point identifiers and e-mail addresses, wherever the document
-// puts them. Numbers without a country code are read as UK numbers: the service migrates UK accounts.
+// puts them. Numbers without a country code are read as UK numbers (fields.ts): the service migrates UK accounts.
 
-const DEFAULT_COUNTRY = 'GB';
-
-function phoneRule(at: string, what: string, valid: (p: PhoneNumber) => boolean, parse = parsePhoneNumberFromString): RuleSpec {
+function phoneRule(at: string, what: string, normalised: (s: string) => string | null): RuleSpec {
   return {
     at,
     codes: ['invalid_phone_number'],
     value: (v, report) => {
       // The document's default for a phone number is "": a blank number is one not given.
       if (typeof v !== 'string' || v === '') return v;
-      const phone = parse(v, DEFAULT_COUNTRY);
-      if (!phone || !valid(phone)) {
-        report('invalid_phone_number', `${shown(v)} is not a valid ${what}.`);
-        return v;
-      }
-      return phone.number;
+      const e164 = normalised(v);
+      if (e164 === null) report('invalid_phone_number', `${shown(v)} is not a valid ${what}.`);
+      return e164 ?? v;
     },
   };
 }
 
-/**
- * A mobile number must be one (decisions §1). Read with libphonenumber's "mobile" metadata, which holds
- * only mobile patterns: the same answer as the full metadata's getType() at a quarter of the cost.
- */
-const mobile = (at: string) =>
-  phoneRule(
-    at,
-    'mobile phone number',
-    (p) => {
-      const type = p.getType();
-      return type === 'MOBILE' || type === 'FIXED_LINE_OR_MOBILE';
-    },
-    parseWithMobileMetadata,
-  );
-const anyPhone = (at: string) => phoneRule(at, 'phone number', (p) => p.isValid());
+/** A mobile number must be one (decisions §1). */
+const mobile = (at: string) => phoneRule(at, 'mobile phone number', normalisedMobile);
+const anyPhone = (at: string) => phoneRule(at, 'phone number', normalisedPhone);
 
-/** A UK postcode, normalised to upper case with one space (`SW1A 1AA`). */
-function ukPostcode(s: string): string | null {
-  const trimmed = s.trim();
-  return isValidPostcode(trimmed) ? normalisePostcode(trimmed) : null;
-}
-
-const postcode = (at: string) =>
-  stringRule(at, 'invalid_postcode', (s) => `${shown(s)} is not a valid UK postcode.`, (s) => ukPostcode(s) !== null, {
-    normalise: (s) => ukPostcode(s) ?? s,
-  });
+const postcode = (at: string) => ({
+  at,
+  codes: ['invalid_postcode'],
+  value: (v: unknown, report: (code: string, message: string) => void) => {
+    if (typeof v !== 'string') return v;
+    const normalised = normaliseUkPostcode(v);
+    if (normalised === null) report('invalid_postcode', `${shown(v)} is not a valid UK postcode.`);
+    return normalised ?? v;
+  },
+});
 
 const deliveryPoint = (at: string) =>
   stringRule(at, 'invalid_delivery_point_identifier', (s) => `${shown(s)} may hold only capital letters and digits.`, (s) => /^[A-Z0-9]*$/.test(s));
@@ -82,7 +62,7 @@ export const contactRules: RuleSpec[] = [
       const country = parsedString(address, 'country', ctx);
       // "" is the document's default: a postcode not given. Kept as sent (a cross-field check cannot rewrite it).
       if (code === undefined || code === '' || !isRecord(address) || (country !== undefined && country !== '' && country.toUpperCase() !== 'GB')) return;
-      if (ukPostcode(code) === null) ctx.addIssue('invalid_postcode', `${shown(code)} is not a valid UK postcode.`, ['postal_code']);
+      if (normaliseUkPostcode(code) === null) ctx.addIssue('invalid_postcode', `${shown(code)} is not a valid UK postcode.`, ['postal_code']);
     },
   },
 
