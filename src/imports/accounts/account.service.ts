@@ -27,7 +27,8 @@ import {
 } from './account.repository.js';
 import type { ReferenceData } from '../reference/reference.service.js';
 import { insertAccount, readAccountTree } from './account-tree.repository.js';
-import type { EmbeddedExtras } from './embedded-extras.js';
+import type { EmbeddedCounts, EmbeddedExtras } from './embedded-extras.js';
+import type { LockedWrite } from '../shared/imported-account.js';
 import { accountView, type ImportedAccountView } from './account-view.js';
 import { makeAccountDataSchema, meterPointIdentifiers, type AccountData } from './account.schemas.js';
 
@@ -59,6 +60,20 @@ export interface ProcessOutcome {
  * What the pipeline knows when it calls: the supplier and team it read with its claim on the item,
  * a moment ago. Passing them saves a lookup per step; the supplier's status is still checked.
  */
+const EMBEDDED_KEYS = ['notes', 'statements', 'current_statement_transactions', 'historical_statement_transactions', 'ledgers', 'payment_instructions'];
+
+/** Whether a staged account carries any history of its own to import with it. */
+function carriesExtras(payload: unknown): boolean {
+  const p = payload as Record<string, unknown> | null;
+  return p !== null && typeof p === 'object' && EMBEDDED_KEYS.some((k) => Array.isArray(p[k]) && p[k].length > 0);
+}
+
+interface PreparedEmbedded {
+  /** The staged payload the writes were prepared for, as JSON text. */
+  payload: string;
+  write: LockedWrite<EmbeddedCounts> | null;
+}
+
 export interface KnownContext {
   supplier: ImportSupplier;
   team: OperationsTeam;
@@ -221,8 +236,11 @@ export function createAccountService(deps: AccountServiceDeps) {
   async function processStaged(req: ProcessRequest, opts: ProcessOptions = {}): Promise<ProcessOutcome> {
     const end = await deps.inProgress.begin(req.import_supplier_code, req.external_account_number);
     try {
+      // The account's own extras are checked against storage and the payment vendor before any lock
+      // is taken, as the extras endpoints do; the transaction uses them if the staged data is unchanged.
+      const prepared = await prepareEmbedded(req, opts.known?.supplier);
       const outcome = await deps.db.transaction().execute(async (trx) => {
-        const created = await createInTransaction(trx, req, opts.known);
+        const created = await createInTransaction(trx, req, opts.known, prepared);
         if (req.dry_run) throw new DryRunRollback(created);
         await opts.beforeCommit?.(trx, created);
         await opts.permit?.assertHeld();
@@ -238,7 +256,22 @@ export function createAccountService(deps: AccountServiceDeps) {
     }
   }
 
-  async function createInTransaction(trx: Executor, req: ProcessRequest, known?: KnownContext): Promise<ProcessOutcome> {
+  /** The account's own extras, checked outside any transaction, for the staged data as it is now (null: none, or nothing staged to check). */
+  async function prepareEmbedded(req: ProcessRequest, known?: ImportSupplier): Promise<PreparedEmbedded | null> {
+    if (!deps.embeddedExtras) return null;
+    const supplier = known?.code === req.import_supplier_code ? known : await findSupplierByCode(deps.db, req.import_supplier_code);
+    const process = supplier ? await findProcess(deps.db, supplier.id, req.external_account_number) : undefined;
+    // Anything the transaction would refuse anyway (nothing staged, imported, skipped) is left to it.
+    if (!supplier || !process || process.payload === null || process.account_id || process.marked_to_skip) return null;
+    if (!carriesExtras(process.payload)) return { payload: JSON.stringify(process.payload), write: null };
+    await deps.reference.refresh();
+    const parsed = schema.safeParse(process.payload, { reportInput: true });
+    if (!parsed.success) return null;
+    const write = await deps.embeddedExtras.prepare(parsed.data as AccountData, supplier, deps.db);
+    return { payload: JSON.stringify(process.payload), write };
+  }
+
+  async function createInTransaction(trx: Executor, req: ProcessRequest, known?: KnownContext, prepared?: PreparedEmbedded | null): Promise<ProcessOutcome> {
     const supplier = known?.supplier.code === req.import_supplier_code ? known.supplier : await findSupplierByCode(trx, req.import_supplier_code);
     if (!supplier) throw supplierNotFound(req.import_supplier_code, 'import_supplier_code');
     const process = (await lockProcess(trx, supplier.id, req.external_account_number))
@@ -257,7 +290,14 @@ export function createAccountService(deps: AccountServiceDeps) {
     const data = parseOrThrow(schema, process.payload, 'account_failed_validation', FAILED_VALIDATION) as AccountData;
     const number = await nextAccountNumber(trx);
     // The account's own extras are checked (documents, the payment vendor) before anything is written.
-    const embedded = deps.embeddedExtras ? await deps.embeddedExtras.prepare(data, supplier, trx) : null;
+    // Prepared before the transaction when the staged data has not changed since; otherwise (a re-stage
+    // in between, or a caller inside its own transaction such as a dry-run batch) checked here.
+    const embedded =
+      prepared && prepared.payload === JSON.stringify(process.payload)
+        ? prepared.write
+        : deps.embeddedExtras
+          ? await deps.embeddedExtras.prepare(data, supplier, trx)
+          : null;
     const account = await insertAccount(trx, { number, supplierId: supplier.id, teamId: team.id, data, now: deps.clock.now() });
     await linkAccount(trx, process.id, account.id);
     if (embedded) {
