@@ -10,7 +10,8 @@ import { addCodedIssue } from './validation.js';
 // the right type reaches the coded check, which is why each check reports exactly one item.
 
 /** Echoes input in a message without letting a huge value bloat the error envelope. */
-function shown(s: string): string {
+export function shown(v: unknown): string {
+  const s = typeof v === 'string' ? v : (JSON.stringify(v) ?? String(v));
   return JSON.stringify(s.length > 64 ? `${s.slice(0, 61)}...` : s);
 }
 

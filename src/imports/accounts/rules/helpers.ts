@@ -1,16 +1,13 @@
 import type { CrossFieldContext } from '../../shared/fields.js';
-import { isRecord } from '../../shared/fields.js';
+import { isRecord, shown } from '../../shared/fields.js';
 import { compareMoments } from '../../../contract/rules.js';
 import type { CrossRuleSpec, ValueRuleSpec } from '../../../contract/rules.js';
 
 // Small factories for the shapes most of the document's rules take. Each returns a RuleSpec; the
 // rule files list them, so the rules and their places in the document read as one table.
 
-/** Echoes a value in a message without letting a long one bloat the envelope. */
-export function shown(v: unknown): string {
-  const s = typeof v === 'string' ? v : JSON.stringify(v) ?? String(v);
-  return JSON.stringify(s.length > 64 ? `${s.slice(0, 61)}...` : s);
-}
+/** Shared with the field checks: echoes a value in a message without letting a long one bloat the envelope. */
+export { shown };
 
 /** A string field's value rule: `ok` decides; `normalise` may rewrite an accepted value. */
 export function stringRule(

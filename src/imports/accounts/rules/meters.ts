@@ -14,15 +14,9 @@ import { supplyRules } from './meters-supply.js';
 
 /** Rules of the document for this part of the account (see index.ts). */
 export function meterRules(today: () => string): RuleSpec[] {
-  return [
-    ...objectRules,
-    activeMeterRegisters,
-    ...periodRules(today),
-    ...supplyRules(today).applied,
-    ...supplyRules(today).awaiting,
-    ...readingRules(today).applied,
-    ...readingRules(today).awaiting,
-  ];
+  const supply = supplyRules(today);
+  const readings = readingRules(today);
+  return [...objectRules, activeMeterRegisters, ...periodRules(today), ...supply.applied, ...supply.awaiting, ...readings.applied, ...readings.awaiting];
 }
 
 /** Written while the project's own example account lacked registers, agreements and AQs; now all applied. */
