@@ -13,7 +13,7 @@ import { verifyApiKey, isApiKeyActive } from '../auth/api-keys.js';
 import type { TokenService } from '../auth/tokens.js';
 import type { Executor } from '../db/database.js';
 import { AppError } from '../errors.js';
-import { toAppError } from '../http/app-errors.js';
+import { toAppError } from '../app-errors.js';
 import { isRedisUnavailable } from '../redis.js';
 
 /** The mutation existing clients call (decisions §4); field and type names follow theirs. */

@@ -9,7 +9,7 @@ import type { Queue } from 'bullmq';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import type { Deps } from '../deps.js';
 import { AppError, type ErrorEnvelope } from '../errors.js';
-import { toAppError } from './app-errors.js';
+import { toAppError } from '../app-errors.js';
 import type { Metrics } from '../metrics.js';
 
 export const DASHBOARD_BASE_PATH = '/admin/queues';

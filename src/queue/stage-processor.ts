@@ -4,7 +4,7 @@ import { sql, type ExpressionBuilder } from 'kysely';
 import type { Deps } from '../deps.js';
 import type { Database, Executor, ItemStage, ItemState } from '../db/database.js';
 import { AppError, type ErrorEnvelope } from '../errors.js';
-import { toAppError } from '../http/app-errors.js';
+import { toAppError } from '../app-errors.js';
 import { finishIfDone } from '../imports/batches/batch.repository.js';
 import type { Bundle } from '../imports/batches/batch.schemas.js';
 import { queueForStage } from '../imports/batches/batch.service.js';

@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pRetry, { AbortError } from 'p-retry';
 import { z } from 'zod';
 import type { Config } from '../config.js';
-import { parseJsonExact } from '../http/json.js';
+import { parseJsonExact } from '../json.js';
 import type { Logger } from '../log.js';
 
 /**

@@ -5,7 +5,7 @@ import fc from 'fast-check';
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiKey } from '../../src/auth/api-keys.js';
-import { parseJsonExact } from '../../src/http/json.js';
+import { parseJsonExact } from '../../src/json.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
 import { FAKE_VENDOR_API_KEY, startFakeVendor, type FakeVendor } from '../helpers/fake-vendor.js';
 import { accountPayload } from '../helpers/fixtures.js';

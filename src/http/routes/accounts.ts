@@ -5,7 +5,7 @@ import { AppError, badRequest } from '../../errors.js';
 import type { ListKind } from '../../imports/accounts/account.repository.js';
 import { processRequestSchema, type AccountService } from '../../imports/accounts/account.service.js';
 import { parseOrThrow } from '../../imports/shared/validation.js';
-import { storable } from '../json.js';
+import { storable } from '../../json.js';
 import type { RouteDef } from '../route.js';
 
 const MAX_PAGE_SIZE = 1000;

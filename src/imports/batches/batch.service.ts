@@ -4,7 +4,7 @@ import { sql, type Kysely } from 'kysely';
 import { formatDatetime, type Clock } from '../../clock.js';
 import type { BatchState, Database, ItemStage, ItemState } from '../../db/database.js';
 import { AppError, badRequest, notFound, type ErrorEnvelope } from '../../errors.js';
-import { parseJsonExact, printable, UnstorableString } from '../../http/json.js';
+import { parseJsonExact, printable, UnstorableString } from '../../json.js';
 import { STAGES, type Stage } from '../../queue/contract.js';
 import { assertQueuesReachable, enqueueMissingStage, enqueueStage, type Queues } from '../../queue/queues.js';
 import { reaches } from '../../auth/supplier-scope.js';

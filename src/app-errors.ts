@@ -1,6 +1,6 @@
 import type { FastifyError } from 'fastify';
-import { AppError } from '../errors.js';
-import { isRedisUnavailable, redisUnavailable } from '../redis.js';
+import { AppError } from './errors.js';
+import { isRedisUnavailable, redisUnavailable } from './redis.js';
 
 /** decisions §7: JSON bodies up to 10 MiB. */
 export const JSON_BODY_LIMIT = 10 * 1024 * 1024;
