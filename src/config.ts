@@ -109,12 +109,19 @@ const envSchema = z
     REQUEST_TIMEOUT_S: optionalInt(7_200).pipe(z.number().int().min(1).max(86_400)),
     BODY_TIMEOUT_S: optionalInt(60).pipe(z.number().int().min(1).max(86_400)),
     BODY_IDLE_TIMEOUT_S: optionalInt(60).pipe(z.number().int().min(1).max(86_400)),
-    /** Jobs each worker process runs at once, per stage. */
-    WORKER_CONCURRENCY_VALIDATE: optionalInt(20).pipe(z.number().int().min(1)),
-    WORKER_CONCURRENCY_STAGE: optionalInt(10).pipe(z.number().int().min(1)),
-    WORKER_CONCURRENCY_PROCESS: optionalInt(10).pipe(z.number().int().min(1)),
-    WORKER_CONCURRENCY_EXTRAS: optionalInt(10).pipe(z.number().int().min(1)),
+    /**
+     * Jobs each worker process holds at once, per stage. The jobs active together run as sets
+     * (PIPELINE_SET_SIZE), so this is also the most a set can hold.
+     */
+    WORKER_CONCURRENCY_VALIDATE: optionalInt(100).pipe(z.number().int().min(1)),
+    WORKER_CONCURRENCY_STAGE: optionalInt(100).pipe(z.number().int().min(1)),
+    WORKER_CONCURRENCY_PROCESS: optionalInt(100).pipe(z.number().int().min(1)),
+    WORKER_CONCURRENCY_EXTRAS: optionalInt(100).pipe(z.number().int().min(1)),
     WORKER_CONCURRENCY_EMAILS: optionalInt(5).pipe(z.number().int().min(1)),
+    /** The most jobs of one stage a worker runs as one set (one claim, one transaction, one enqueue). */
+    PIPELINE_SET_SIZE: optionalInt(100).pipe(z.number().int().min(1).max(1000)),
+    /** How long a set waits for more jobs after its first before it runs. */
+    PIPELINE_SET_WAIT_MS: optionalInt(5).pipe(z.number().int().min(0).max(1000)),
     /** How long a job's lock lives: a killed worker's jobs run again (stalled) after about this long. */
     WORKER_LOCK_MS: optionalInt(30_000).pipe(z.number().int().min(1000)),
     /** Grace period for active jobs on SIGTERM before the process exits anyway. */
@@ -207,6 +214,7 @@ export interface Config {
   /** How long requests may take to arrive (src/http/request-timeouts.ts). */
   readonly requestTimeouts: { readonly requestMs: number; readonly bodyMs: number; readonly bodyIdleMs: number };
   readonly workerConcurrency: Readonly<Record<'validate' | 'stage' | 'process' | 'extras' | 'emails', number>>;
+  readonly pipelineSet: Readonly<{ size: number; waitMs: number }>;
   readonly workerLockMs: number;
   readonly workerShutdownGraceMs: number;
   readonly runWorkers: boolean;
@@ -316,6 +324,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, opts: LoadConfi
       extras: e.WORKER_CONCURRENCY_EXTRAS,
       emails: e.WORKER_CONCURRENCY_EMAILS,
     }),
+    pipelineSet: Object.freeze({ size: e.PIPELINE_SET_SIZE, waitMs: e.PIPELINE_SET_WAIT_MS }),
     workerLockMs: e.WORKER_LOCK_MS,
     workerShutdownGraceMs: e.WORKER_SHUTDOWN_GRACE_MS,
     runWorkers: e.RUN_WORKERS === 'true',

@@ -202,7 +202,7 @@ Exit status:
         ]);
         const deps = createDeps(config, { log: createLogger('warn') });
         try {
-          const result = await createBatchService(deps).reconcile(id);
+          const result = await createBatchService({ ...deps, stageQueue: deps.ports.stageQueue }).reconcile(id);
           out(`reconciled ${result.batches} running batch(es): ${result.jobsRecreated} job(s) re-created for ${result.openItems} open item(s); the others still had theirs`);
           return EXIT_OK;
         } finally {

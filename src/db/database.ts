@@ -15,6 +15,8 @@ export interface ImportSuppliersTable {
   status: ColumnType<SupplierStatus, SupplierStatus | undefined, SupplierStatus>;
   documents_root: ColumnType<string, string | undefined, string>;
   send_customer_emails: ColumnType<boolean, boolean | undefined, boolean>;
+  /** The team a scheduled (v2) account goes to; it names none of its own. */
+  default_operations_team_id: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: CreatedAt;
   updated_at: CreatedAt;
 }
@@ -359,6 +361,21 @@ export interface BatchesTable {
   cancel_requested_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
   created_at: CreatedAt;
   finished_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+  kind: ColumnType<BatchKind, BatchKind | undefined, BatchKind>;
+  /** A scheduled (v2) account's window: its jobs run no earlier than the start, and not after the end. */
+  schedule_window_start: ColumnType<Date | null, Date | null | undefined, Date | null>;
+  schedule_window_end: ColumnType<Date | null, Date | null | undefined, Date | null>;
+}
+
+export type BatchKind = 'COHORT' | 'SCHEDULED';
+
+export interface ScheduledImportsTable {
+  id: Generated<string> & Id;
+  import_supplier_id: string;
+  external_account_number: string;
+  batch_id: string;
+  request_hash: string;
+  created_at: CreatedAt;
 }
 
 export interface BatchItemsTable {
@@ -409,6 +426,7 @@ export interface Database {
   payment_instructions: PaymentInstructionsTable;
   batches: BatchesTable;
   batch_items: BatchItemsTable;
+  scheduled_imports: ScheduledImportsTable;
   customer_emails: CustomerEmailsTable;
   reference_values: ReferenceValuesTable;
   reference_versions: ReferenceVersionsTable;

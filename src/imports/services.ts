@@ -14,12 +14,16 @@ export function createServices(deps: Deps) {
   const statements = createStatementService(deps);
   const paymentInstructions = createPaymentInstructionService(deps);
   return {
-    accounts: createAccountService({ ...deps, embeddedExtras: makeEmbeddedExtras({ notes, transactions, statements, paymentInstructions }) }),
+    accounts: createAccountService({
+      ...deps,
+      onAccountsCreated: deps.ports.onAccountsCreated,
+      embeddedExtras: makeEmbeddedExtras({ notes, transactions, statements, paymentInstructions }),
+    }),
     notes,
     transactions,
     statements,
     paymentInstructions,
-    batches: createBatchService(deps),
+    batches: createBatchService({ ...deps, stageQueue: deps.ports.stageQueue }),
   };
 }
 

@@ -1,19 +1,9 @@
 import type { JobsOptions } from 'bullmq';
+import { STAGES, type StageJobData } from '../pipeline/routing.js';
 
-/**
- * The one place that names the queues, what their jobs carry and how they are retried:
- * producers and workers share these types, so they cannot disagree.
- */
-export const STAGES = ['validate', 'stage', 'process', 'extras'] as const;
-export type Stage = (typeof STAGES)[number];
-
-/** Jobs carry identifiers only: the bundle lives in PostgreSQL (batch_items), so Redis stays small. */
-export interface StageJobData {
-  batchId: string;
-  line: number;
-  /** The item's retry round: part of the job id, so a retried item gets a fresh job. */
-  round: number;
-}
+// The one place that names the queues, what their jobs carry and how they are retried: producers
+// and workers share these types, so they cannot disagree. The stages themselves are the pipeline's.
+export { STAGES, nextStage, stageJobId, type Stage, type StageJobData } from '../pipeline/routing.js';
 
 export interface EmailJobData {
   accountId: string;
@@ -29,11 +19,6 @@ export interface QueuePayloads {
 export type QueueName = keyof QueuePayloads;
 export const QUEUE_NAMES: readonly QueueName[] = [...STAGES, 'emails'];
 
-/** The stage after `stage` in a normal (not dry-run) batch, or null after the last. */
-export const nextStage = (stage: Stage): Stage | null => STAGES[STAGES.indexOf(stage) + 1] ?? null;
-
-/** Deterministic: enqueueing the same stage of the same item in the same round twice is harmless. */
-export const stageJobId = (stage: Stage, d: StageJobData): string => `${d.batchId}.${d.line}.${stage}.${d.round}`;
 export const emailJobId = (d: EmailJobData): string => `welcome.${d.accountId}`;
 
 /**

@@ -1,6 +1,7 @@
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from '../log.js';
+import type { StageQueue } from '../ports.js';
 import { isRedisUnavailable, REDIS_REQUEST_TIMEOUT_MS, redisUnavailable } from '../redis.js';
 import { within } from '../timeout.js';
 import { DEFAULT_JOB_OPTIONS, QUEUE_NAMES, emailJobId, stageJobId, type EmailJobData, type QueueName, type QueuePayloads, type Stage, type StageJobData } from './contract.js';
@@ -82,6 +83,16 @@ export async function enqueueMissingStage(queues: Queues, stage: Stage, items: r
   return added.filter((job, i) => stored[i] === null || Number(stored[i]) === job.timestamp).length;
 }
 
-export async function enqueueWelcomeEmail(queues: Queues, data: EmailJobData): Promise<void> {
-  await (queues.emails as Queue<EmailJobData>).add('welcome', data, { jobId: emailJobId(data) });
+/** Enqueues the welcome e-mails of accounts that have committed, in one call. */
+export async function enqueueWelcomeEmails(queues: Queues, accountIds: readonly string[]): Promise<void> {
+  if (accountIds.length === 0) return;
+  const jobs = accountIds.map((accountId) => ({ name: 'welcome', data: { accountId }, opts: { jobId: emailJobId({ accountId }) } }));
+  await (queues.emails as Queue<EmailJobData>).addBulk(jobs);
 }
+
+/** The pipeline's StageQueue port over these queues. */
+export const stageQueueOf = (queues: Queues): StageQueue => ({
+  enqueue: (stage, jobs) => enqueueStage(queues, stage, jobs),
+  enqueueMissing: (stage, jobs) => enqueueMissingStage(queues, stage, jobs),
+  assertReachable: () => assertQueuesReachable(queues),
+});

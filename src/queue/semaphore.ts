@@ -2,27 +2,10 @@ import type { Redis } from 'ioredis';
 import { Semaphore } from 'redis-semaphore';
 import { AppError } from '../errors.js';
 import type { Logger } from '../log.js';
+import type { InProgressMarkers, Permit, ProcessPermits } from '../ports.js';
 
-/**
- * A held processing permit. release() is idempotent.
- *
- * A permit is a lease that lives PROCESS_PERMIT_TTL_MS past its last refresh. A holder that stalls
- * longer than that (event loop blocked, Redis unreachable) may have lost it to someone else, and then
- * more accounts than the limit run at once. The holder learns it: `signal` aborts as soon as the loss
- * is known, and `assertHeld()`, called right before the guarded work commits, refuses once the lease
- * cannot be this holder's any more, so the work rolls back and is retried instead.
- */
-export interface Permit {
-  release(): Promise<void>;
-  /** Aborted (with a permitLost error as its reason) once the lease is known to be lost. */
-  readonly signal: AbortSignal;
-  /**
-   * Resolves when the lease is still this holder's: confirmed in Redis just now (which also renews
-   * it), or, when Redis does not answer, not within its last tenth of life by this host's clock since
-   * the last confirmation. Throws permitLost() (503, transient: retry) otherwise, and aborts `signal`.
-   */
-  assertHeld(): Promise<void>;
-}
+export type { InProgressMarkers, Permit, ProcessPermits } from '../ports.js';
+
 
 /**
  * The error of a guarded step whose permit was lost: 503 with Retry-After, which REST clients retry
@@ -33,18 +16,6 @@ export const permitLost = (): AppError =>
     'Retry-After': '1',
   });
 
-/**
- * The deployment-wide cap on simultaneous account processing, backed by redis-semaphore.
- * Permits are leases: refreshed while held, expiring `ttlMs` after a holder dies.
- * A limit of 0 disables the cap (every acquire succeeds without touching Redis).
- */
-export interface ProcessPermits {
-  readonly limit: number;
-  /** A permit, or null at once when none is free. */
-  tryAcquire(): Promise<Permit | null>;
-  /** Permits held right now (expired leases not counted). */
-  inUse(): Promise<number>;
-}
 
 const NO_LIMIT_PERMIT: Permit = { release: async () => undefined, signal: new AbortController().signal, assertHeld: async () => undefined };
 
@@ -180,14 +151,6 @@ export function createProcessPermits(redis: Redis, opts: { prefix: string; limit
   };
 }
 
-/**
- * Marks an account as being processed, so the status endpoint can answer IN_PROGRESS.
- * A counter with a TTL: concurrent processes of one account stack, a crashed one expires.
- */
-export interface InProgressMarkers {
-  begin(supplierCode: string, externalAccountNumber: string): Promise<() => Promise<void>>;
-  isInProgress(supplierCode: string, externalAccountNumber: string): Promise<boolean>;
-}
 
 export function createInProgressMarkers(redis: Redis, opts: { prefix: string; ttlMs: number }): InProgressMarkers {
   const keyOf = (s: string, e: string) => `${opts.prefix}:inprogress:${JSON.stringify([s, e])}`;
@@ -201,6 +164,23 @@ export function createInProgressMarkers(redis: Redis, opts: { prefix: string; tt
         ended = true;
         const left = await redis.decr(key);
         if (left <= 0) await redis.del(key);
+      };
+    },
+    async beginMany(pairs) {
+      if (pairs.length === 0) return async () => undefined;
+      const keys = pairs.map(([s, e]) => keyOf(s, e));
+      const start = redis.multi();
+      for (const key of keys) start.incr(key).pexpire(key, opts.ttlMs);
+      await start.exec();
+      let ended = false;
+      return async () => {
+        if (ended) return;
+        ended = true;
+        const stop = redis.multi();
+        for (const key of keys) stop.decr(key);
+        const left = (await stop.exec()) ?? [];
+        const done = keys.filter((_, i) => Number(left[i]?.[1] ?? 0) <= 0);
+        if (done.length > 0) await redis.del(...done);
       };
     },
     async isInProgress(s, e) {

@@ -5,7 +5,8 @@ import { isRedisUnavailable } from '../redis.js';
 import { within } from '../timeout.js';
 import type { Services } from '../imports/services.js';
 import { createEmailProcessor } from '../notifications/welcome-email.js';
-import { STAGES, type QueueName, type Stage } from './contract.js';
+import { createPipeline } from '../pipeline/pipeline.js';
+import { PERMIT_RETRY_DELAY_MS, STAGES, type QueueName, type Stage } from './contract.js';
 import { createStageProcessor } from './stage-processor.js';
 
 export interface WorkerSet {
@@ -31,10 +32,18 @@ export function startWorkers(deps: Deps, services: Services, opts: StartWorkersO
     // A job whose worker died runs again; only a job that keeps killing workers is given up on.
     maxStalledCount: 3,
   };
+  const pipeline = createPipeline(
+    { db: deps.db, clock: deps.clock, log, permits: deps.permits, stageQueue: deps.ports.stageQueue, permitRetryDelayMs: PERMIT_RETRY_DELAY_MS },
+    services,
+  );
   for (const name of opts.queues) {
     let processor: Processor;
     if ((STAGES as readonly string[]).includes(name)) {
-      processor = createStageProcessor({ deps, services, ...(opts.observe ? { observe: opts.observe } : {}) }, name as Stage) as Processor;
+      processor = createStageProcessor(pipeline, name as Stage, {
+        setSize: config.pipelineSet.size,
+        setWaitMs: config.pipelineSet.waitMs,
+        ...(opts.observe ? { observe: opts.observe } : {}),
+      }) as Processor;
     } else {
       if (!config.smtpUrl) {
         log.warn('SMTP_URL is not set: welcome e-mails wait unsent in the emails queue');

@@ -1,6 +1,6 @@
 import { SMTPServer } from 'smtp-server';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { enqueueWelcomeEmail } from '../../src/queue/queues.js';
+import { enqueueWelcomeEmails } from '../../src/queue/queues.js';
 import { accountPayload } from '../helpers/fixtures.js';
 import { pollUntil } from '../helpers/poll.js';
 import { createPipelineContext, type PipelineContext } from './setup.js';
@@ -57,7 +57,7 @@ it('sends one welcome e-mail per created account when the supplier says so, neve
   // The same job enqueued again (a retry, a reconcile) does not send a second e-mail.
   const account = await ctx.deps.db.selectFrom('accounts').select('id').where('number', '=', number).executeTakeFirstOrThrow();
   await ctx.deps.queues.emails.remove(`welcome.${account.id}`);
-  await enqueueWelcomeEmail(ctx.deps.queues, { accountId: account.id });
+  await enqueueWelcomeEmails(ctx.deps.queues, [account.id]);
   await pollUntil(async () => ((await ctx.deps.queues.emails.getJobCounts('completed')).completed ?? 0) >= 1, { what: 'the repeated job to finish' });
   const row = await ctx.deps.db.selectFrom('customer_emails').selectAll().where('account_id', '=', account.id).executeTakeFirstOrThrow();
   expect(row.sent_at).not.toBeNull();

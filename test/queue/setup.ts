@@ -31,7 +31,18 @@ export interface PipelineContext extends TestContext {
 export async function createPipelineContext(opts: ContextOptions = {}): Promise<PipelineContext> {
   const vendor = await startFakeVendor();
   const docs = mkdtempSync(path.join(tmpdir(), 'di-docs-'));
-  const services = { DOCUMENTS_DIR: docs, PAYMENT_VENDORS: JSON.stringify({ sandbox: { base_url: vendor.baseUrl, api_key: FAKE_VENDOR_API_KEY } }) };
+  const services = {
+    DOCUMENTS_DIR: docs,
+    PAYMENT_VENDORS: JSON.stringify({ sandbox: { base_url: vendor.baseUrl, api_key: FAKE_VENDOR_API_KEY } }),
+    // Sets of at most 10 jobs held at once per stage (the defaults are 100): a test batch of 60 to 120
+    // accounts then moves in several sets, so the fault tests can act between them (stop the workers
+    // with part of a batch done), and every set-based path still runs.
+    PIPELINE_SET_SIZE: '10',
+    WORKER_CONCURRENCY_VALIDATE: '10',
+    WORKER_CONCURRENCY_STAGE: '10',
+    WORKER_CONCURRENCY_PROCESS: '10',
+    WORKER_CONCURRENCY_EXTRAS: '10',
+  };
   const ctx = await createTestContext({
     ...opts,
     env: {

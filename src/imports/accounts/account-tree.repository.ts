@@ -16,73 +16,99 @@ const orNull = <T>(v: T | undefined): T | null => (v === undefined ? null : v);
 const DEFAULT_ACCOUNT_TYPE = 'DOMESTIC';
 const DEFAULT_COMMUNICATION_PREFERENCE = 'ONLINE';
 
-/** Writes the account and everything under it. */
-export async function insertAccount(
-  trx: Executor,
-  input: { number: string; supplierId: string; teamId: string; data: AccountData; now: Date },
-): Promise<{ id: string; created_at: Date }> {
-  const d = input.data;
-  const account = await trx
-    .insertInto('accounts')
-    .values({
-      number: input.number,
-      import_supplier_id: input.supplierId,
-      external_account_number: d.external_account_number,
-      operations_team_id: input.teamId,
-      // The document's defaults, applied where the platform needs a value.
-      account_type: d.account_type ?? DEFAULT_ACCOUNT_TYPE,
-      communication_preference: d.communication_preference ?? DEFAULT_COMMUNICATION_PREFERENCE,
-      billing_name: orNull(d.billing_name),
-      billing_address1: orNull(d.billing_address1),
-      billing_address2: orNull(d.billing_address2),
-      billing_address3: orNull(d.billing_address3),
-      billing_address4: orNull(d.billing_address4),
-      billing_address5: orNull(d.billing_address5),
-      billing_postcode: orNull(d.billing_postcode),
-      billing_email: orNull(d.billing_email),
-      billing_attention_of: orNull(d.billing_attention_of),
-      billing_delivery_point_identifier: orNull(d.billing_delivery_point_identifier),
-      date_of_sale: orNull(d.date_of_sale),
-      transfer_balance: orNull(d.transfer_balance),
-      last_statement_closing_date: orNull(d.last_statement_closing_date),
-      billing_period_length: orNull(d.account_billing_options?.period_length),
-      billing_period_start_day: orNull(d.account_billing_options?.period_start_day),
-      sales_channel: orNull(d.sales_channel),
-      sales_subchannel: orNull(d.sales_subchannel),
-      unknown_occupier: orNull(d.unknown_occupier),
-      dd_reference: orNull(d.dd_reference),
-      document_accessibility: orNull(d.document_accessibility),
-      language_preference: orNull(d.language_preference),
-      last_billed_to_date: orNull(d.last_billed_to_date),
-      last_statement_balance: orNull(d.last_statement_balance),
-      last_statement_issue_date: orNull(d.last_statement_issue_date),
-      next_bill_due_date: orNull(d.next_bill_due_date),
-      last_payment_review_date: orNull(d.last_payment_review_date),
-      smart_read_frequency: orNull(d.smart_read_frequency),
-      smart_read_cycle_day: orNull(d.smart_read_cycle_day),
-      created_at: input.now,
-    })
-    .returning(['id', 'created_at'])
-    .executeTakeFirstOrThrow();
-  const accountId = account.id;
-
-  await insertCustomers(trx, accountId, d.customers ?? []);
-  await insertSupply(trx, accountId, d.supply_addresses ?? []);
-  if (d.metadata && d.metadata.length > 0) {
-    await trx
-      .insertInto('account_metadata')
-      .values(d.metadata.map((m) => ({ account_id: accountId, key: m.key, value: JSON.stringify(m.value ?? null) })))
-      .execute();
-  }
-  return { id: accountId, created_at: account.created_at };
+/** One account to write: its number, owner and validated data. */
+export interface NewAccount {
+  number: string;
+  supplierId: string;
+  teamId: string;
+  data: AccountData;
+  now: Date;
 }
 
-async function insertCustomers(trx: Executor, accountId: string, customers: readonly Customer[]): Promise<void> {
+/**
+ * PostgreSQL takes at most 65,535 parameters a statement: a multi-row insert is cut into statements
+ * of at most this many, so a set of large accounts (or one account with thousands of readings) is
+ * still written, in as few round trips as the limit allows.
+ */
+const MAX_PARAMETERS = 60_000;
+
+/** Runs `insert` over `rows` in chunks that stay under the parameter limit, and joins what they return. */
+async function chunked<R, T>(rows: readonly R[], insert: (chunk: R[]) => Promise<T[]>): Promise<T[]> {
+  if (rows.length === 0) return [];
+  const columns = Math.max(1, Object.keys(rows[0] as object).length);
+  const size = Math.max(1, Math.floor(MAX_PARAMETERS / columns));
+  if (rows.length <= size) return insert([...rows]);
+  const out: T[] = [];
+  for (let i = 0; i < rows.length; i += size) out.push(...(await insert(rows.slice(i, i + size))));
+  return out;
+}
+
+/**
+ * Writes a set of accounts and everything under them with one multi-row insert per table for the
+ * whole set (the pipeline's set-based process stage; the REST door is a set of one). Children find
+ * their parents by natural keys the inserts return (account number, position, meter point
+ * identifier), never by the order of RETURNING. Answers each account's id, in the order given.
+ */
+export async function insertAccounts(trx: Executor, inputs: readonly NewAccount[]): Promise<Array<{ id: string; created_at: Date }>> {
+  if (inputs.length === 0) return [];
+  const accountRows = await chunked(
+    inputs.map((input) => {
+      const d = input.data;
+      return {
+        number: input.number,
+        import_supplier_id: input.supplierId,
+        external_account_number: d.external_account_number,
+        operations_team_id: input.teamId,
+        // The document's defaults, applied where the platform needs a value.
+        account_type: d.account_type ?? DEFAULT_ACCOUNT_TYPE,
+        communication_preference: d.communication_preference ?? DEFAULT_COMMUNICATION_PREFERENCE,
+        billing_name: orNull(d.billing_name),
+        billing_address1: orNull(d.billing_address1),
+        billing_address2: orNull(d.billing_address2),
+        billing_address3: orNull(d.billing_address3),
+        billing_address4: orNull(d.billing_address4),
+        billing_address5: orNull(d.billing_address5),
+        billing_postcode: orNull(d.billing_postcode),
+        billing_email: orNull(d.billing_email),
+        billing_attention_of: orNull(d.billing_attention_of),
+        billing_delivery_point_identifier: orNull(d.billing_delivery_point_identifier),
+        date_of_sale: orNull(d.date_of_sale),
+        transfer_balance: orNull(d.transfer_balance),
+        last_statement_closing_date: orNull(d.last_statement_closing_date),
+        billing_period_length: orNull(d.account_billing_options?.period_length),
+        billing_period_start_day: orNull(d.account_billing_options?.period_start_day),
+        sales_channel: orNull(d.sales_channel),
+        sales_subchannel: orNull(d.sales_subchannel),
+        unknown_occupier: orNull(d.unknown_occupier),
+        dd_reference: orNull(d.dd_reference),
+        document_accessibility: orNull(d.document_accessibility),
+        language_preference: orNull(d.language_preference),
+        last_billed_to_date: orNull(d.last_billed_to_date),
+        last_statement_balance: orNull(d.last_statement_balance),
+        last_statement_issue_date: orNull(d.last_statement_issue_date),
+        next_bill_due_date: orNull(d.next_bill_due_date),
+        last_payment_review_date: orNull(d.last_payment_review_date),
+        smart_read_frequency: orNull(d.smart_read_frequency),
+        smart_read_cycle_day: orNull(d.smart_read_cycle_day),
+        created_at: input.now,
+      };
+    }),
+    (chunk) => trx.insertInto('accounts').values(chunk).returning(['id', 'number', 'created_at']).execute(),
+  );
+  const byNumber = new Map(accountRows.map((r) => [r.number, r]));
+  const accounts = inputs.map((input) => ({ ...byNumber.get(input.number)!, data: input.data }));
+
+  await insertCustomers(trx, accounts.flatMap((a) => (a.data.customers ?? []).map((c, position) => ({ accountId: a.id, position, c }))));
+  await insertSupply(trx, accounts.flatMap((a) => (a.data.supply_addresses ?? []).map((s, position) => ({ accountId: a.id, position, s }))));
+  const metadata = accounts.flatMap((a) => (a.data.metadata ?? []).map((m) => ({ account_id: a.id, key: m.key, value: JSON.stringify(m.value ?? null) })));
+  await insertAll(metadata, (chunk) => trx.insertInto('account_metadata').values(chunk).execute());
+  return accounts.map((a) => ({ id: a.id, created_at: a.created_at }));
+}
+
+async function insertCustomers(trx: Executor, customers: ReadonlyArray<{ accountId: string; position: number; c: Customer }>): Promise<void> {
   if (customers.length === 0) return;
-  const rows = await trx
-    .insertInto('customers')
-    .values(
-      customers.map((c, position) => {
+  const rows = await chunked(
+      customers.map(({ accountId, position, c }) => {
         const p = c.customer_preferences;
         return {
           account_id: accountId,
@@ -107,13 +133,12 @@ async function insertCustomers(trx: Executor, accountId: string, customers: read
           is_user_psr_consent_obtained: orNull(p?.is_user_psr_consent_obtained),
         };
       }),
-    )
-    .returning(['id', 'position'])
-    .execute();
-  const customerId = new Map(rows.map((r) => [r.position, r.id]));
-  const psr = customers.flatMap((c, i) =>
+    (chunk) => trx.insertInto('customers').values(chunk).returning(['id', 'account_id', 'position']).execute(),
+  );
+  const customerId = new Map(rows.map((r) => [`${r.account_id}/${String(r.position)}`, r.id]));
+  const psr = customers.flatMap(({ accountId, position: at, c }) =>
     (c.psr ?? []).map((entry, position) => ({
-      customer_id: customerId.get(i) as string,
+      customer_id: customerId.get(`${accountId}/${String(at)}`) as string,
       position,
       elec_industry_code: orNull(entry.elec_industry_code),
       gas_industry_code: orNull(entry.gas_industry_code),
@@ -123,7 +148,7 @@ async function insertCustomers(trx: Executor, accountId: string, customers: read
       effective_to: orNull(entry.effective_to),
     })),
   );
-  if (psr.length > 0) await trx.insertInto('customer_psr_entries').values(psr).execute();
+  await insertAll(psr, (chunk) => trx.insertInto('customer_psr_entries').values(chunk).execute());
 }
 
 function electricity(mp: MeterPoint) {
@@ -134,12 +159,18 @@ function gas(mp: MeterPoint) {
   return 'shipper_mpid' in mp ? mp : undefined;
 }
 
-async function insertSupply(trx: Executor, accountId: string, addresses: readonly SupplyAddress[]): Promise<void> {
+/** Every row written here has to be written: a chunk helper for inserts that return nothing. */
+const insertAll = async <R>(rows: readonly R[], insert: (chunk: R[]) => Promise<unknown>): Promise<void> => {
+  await chunked(rows, async (chunk) => {
+    await insert(chunk);
+    return [];
+  });
+};
+
+async function insertSupply(trx: Executor, addresses: ReadonlyArray<{ accountId: string; position: number; s: SupplyAddress }>): Promise<void> {
   if (addresses.length === 0) return;
-  const addressRows = await trx
-    .insertInto('supply_addresses')
-    .values(
-      addresses.map((s, position) => ({
+  const addressRows = await chunked(
+      addresses.map(({ accountId, position, s }) => ({
         account_id: accountId,
         position,
         supply_address1: s.supply_address1,
@@ -155,17 +186,16 @@ async function insertSupply(trx: Executor, accountId: string, addresses: readonl
         label: orNull(s.label),
         property_external_identifier: orNull(s.property_external_identifier),
       })),
-    )
-    .returning(['id', 'position'])
-    .execute();
-  const addressId = new Map(addressRows.map((a) => [a.position, a.id]));
+    (chunk) => trx.insertInto('supply_addresses').values(chunk).returning(['id', 'account_id', 'position']).execute(),
+  );
+  const addressId = new Map(addressRows.map((a) => [`${a.account_id}/${String(a.position)}`, a.id]));
 
-  const meterPoints = addresses.flatMap((s, i) => s.meter_points.map((mp, position) => ({ mp, position, addressId: addressId.get(i) as string })));
+  const meterPoints = addresses.flatMap(({ accountId, position: at, s }) =>
+    s.meter_points.map((mp, position) => ({ mp, position, accountId, addressId: addressId.get(`${accountId}/${String(at)}`) as string })),
+  );
   if (meterPoints.length === 0) return;
-  const mpRows = await trx
-    .insertInto('meter_points')
-    .values(
-      meterPoints.map(({ mp, position, addressId: supplyAddressId }) => {
+  const mpRows = await chunked(
+      meterPoints.map(({ mp, position, accountId, addressId: supplyAddressId }) => {
         const e = electricity(mp);
         const g = gas(mp);
         return {
@@ -189,9 +219,9 @@ async function insertSupply(trx: Executor, accountId: string, addresses: readonl
           dr_in_progress: orNull(mp.dr_in_progress),
         };
       }),
-    )
-    .returning(['id', 'identifier'])
-    .execute();
+    // A meter point's identifier is unique across accounts (meter_points_identifier_key): its key here.
+    (chunk) => trx.insertInto('meter_points').values(chunk).returning(['id', 'identifier']).execute(),
+  );
   const meterPointId = new Map(mpRows.map((m) => [m.identifier, m.id]));
 
   const agreements = meterPoints.flatMap(({ mp }) =>
@@ -206,15 +236,13 @@ async function insertSupply(trx: Executor, accountId: string, addresses: readonl
       business_contract_identifier: orNull(a.business_contract_identifier),
     })),
   );
-  if (agreements.length > 0) await trx.insertInto('agreements').values(agreements).execute();
+  await insertAll(agreements, (chunk) => trx.insertInto('agreements').values(chunk).execute());
 
   const meters: { meter: Meter; meterPointId: string; position: number }[] = meterPoints.flatMap(({ mp }) =>
     (mp.meters ?? []).map((meter, position) => ({ meter, meterPointId: meterPointId.get(mp.identifier) as string, position })),
   );
   if (meters.length === 0) return;
-  const meterRows = await trx
-    .insertInto('meters')
-    .values(
+  const meterRows = await chunked(
       meters.map(({ meter: m, meterPointId: meter_point_id, position }) => ({
         meter_point_id,
         position,
@@ -230,9 +258,8 @@ async function insertSupply(trx: Executor, accountId: string, addresses: readonl
         units_of_measure: 'units_of_measure' in m ? orNull(m.units_of_measure) : null,
         last_billed_to_date: 'last_billed_to_date' in m ? orNull(m.last_billed_to_date) : null,
       })),
-    )
-    .returning(['id', 'meter_point_id', 'position'])
-    .execute();
+    (chunk) => trx.insertInto('meters').values(chunk).returning(['id', 'meter_point_id', 'position']).execute(),
+  );
   // Matched by (meter point, position): PostgreSQL does not promise RETURNING in VALUES order.
   const meterIdOf = new Map(meterRows.map((r) => [`${r.meter_point_id}/${String(r.position)}`, r.id]));
   const meterIds = meters.map((m) => meterIdOf.get(`${m.meterPointId}/${String(m.position)}`) as string);
@@ -248,7 +275,7 @@ async function insertSupply(trx: Executor, accountId: string, addresses: readonl
       last_billed_to_date: orNull(r.last_billed_to_date),
     })),
   );
-  if (registers.length > 0) await trx.insertInto('meter_registers').values(registers).execute();
+  await insertAll(registers, (chunk) => trx.insertInto('meter_registers').values(chunk).execute());
 
   const readings = meters.flatMap(({ meter }, i) => [
     ...(meter.transfer_readings ?? []).map((r, position) => ({
@@ -274,7 +301,7 @@ async function insertSupply(trx: Executor, accountId: string, addresses: readonl
       validation_status: orNull(r.validation_status),
     })),
   ]);
-  if (readings.length > 0) await trx.insertInto('meter_readings').values(readings).execute();
+  await insertAll(readings, (chunk) => trx.insertInto('meter_readings').values(chunk).execute());
 }
 
 /* ------------------------------------------------------------------------------------------ */

@@ -5,14 +5,15 @@ import { formatDatetime, type Clock } from '../../clock.js';
 import type { BatchState, Database, ItemStage, ItemState } from '../../db/database.js';
 import { AppError, badRequest, notFound, type ErrorEnvelope } from '../../errors.js';
 import { parseJsonExact, printable, UnstorableString } from '../../json.js';
-import { STAGES, type Stage } from '../../queue/contract.js';
-import { assertQueuesReachable, enqueueMissingStage, enqueueStage, type Queues } from '../../queue/queues.js';
+import { cancelPending, countItems, finishIfDone, insertItems, listItems, openItems, requeueFailed, type NewItem } from '../../pipeline/items.repository.js';
+import { STAGES, queueForStage, type Stage } from '../../pipeline/routing.js';
+import type { StageQueue } from '../../ports.js';
 import { reaches } from '../../auth/supplier-scope.js';
 import { findSupplierByCode } from '../suppliers/supplier.repository.js';
 import { supplierNotFound } from '../suppliers/supplier.rules.js';
 import { findTeamByName } from '../teams/team.repository.js';
 import { issuesToItems } from '../shared/validation.js';
-import { countItems, findBatch, finishIfDone, insertItems, openItems, type BatchRow, type NewItem } from './batch.repository.js';
+import { findBatch, type BatchRow } from './batch.repository.js';
 import { bundleSchema, type ItemStateFilter } from './batch.schemas.js';
 import { readLines, TooManyBytes } from './line-reader.js';
 
@@ -70,13 +71,9 @@ export interface ItemView {
 export interface BatchServiceDeps {
   db: Kysely<Database>;
   clock: Clock;
-  queues: Queues;
+  stageQueue: StageQueue;
   config: { batchMaxLineBytes: number; batchMaxLines: number; batchMaxBytes: number };
 }
-
-/** Where a dry-run item goes next: stage, process and extras run together in one rolled-back step. */
-export const queueForStage = (stage: ItemStage, dryRun: boolean): Stage =>
-  stage === 'parse' || stage === 'validate' ? 'validate' : dryRun ? 'process' : stage;
 
 const envelope = (code: string, detail: string, errors: ErrorEnvelope['errors'] = []): ErrorEnvelope => ({ detail, code, errors });
 
@@ -97,7 +94,7 @@ export function createBatchService(deps: BatchServiceDeps) {
     const team = await findTeamByName(deps.db, params.operations_team_name);
     if (!team) throw badRequest('operations_team_not_found', `Operations team '${params.operations_team_name}' does not exist.`, 'operations_team_name');
     // Nothing is stored while Redis is away: the batch would wait for jobs nobody can enqueue (503).
-    await assertQueuesReachable(deps.queues);
+    await deps.stageQueue.assertReachable();
 
     // The client left, or was cut, while the above ran: no batch for nobody.
     if (stream.errored) throw stream.errored;
@@ -169,8 +166,8 @@ export function createBatchService(deps: BatchServiceDeps) {
       if (page.length === 0) return { open, created };
       for (const stage of STAGES) {
         const jobs = page.filter((i) => queueForStage(i.stage, dryRun) === stage).map((i) => ({ batchId, line: i.line, round: i.round }));
-        if (countCreated) created += await enqueueMissingStage(deps.queues, stage, jobs);
-        else await enqueueStage(deps.queues, stage, jobs);
+        if (countCreated) created += await deps.stageQueue.enqueueMissing(stage, jobs);
+        else await deps.stageQueue.enqueue(stage, jobs);
       }
       open += page.length;
       after = page.at(-1)!.line;
@@ -208,16 +205,8 @@ export function createBatchService(deps: BatchServiceDeps) {
   ): Promise<{ items: ItemView[]; more: boolean }> {
     await mustFind(batchId);
     const states: Record<ItemStateFilter, ItemState[]> = { failed: ['failed'], succeeded: ['succeeded'], pending: ['waiting', 'active', 'delayed'] };
-    const rows = await deps.db
-      .selectFrom('batch_items')
-      .select(['line', 'external_account_number', 'stage', 'state', 'attempts', 'service_account_number', 'error'])
-      .where('batch_id', '=', batchId)
-      .$if(filter !== undefined, (q) => q.where('state', 'in', states[filter!]))
-      .where('line', '>', afterLine)
-      .orderBy('line')
-      .limit(pageSize + 1)
-      .execute();
-    return { items: rows.slice(0, pageSize), more: rows.length > pageSize };
+    const rows = await listItems(deps.db, batchId, filter === undefined ? undefined : states[filter], afterLine, pageSize + 1);
+    return { items: rows.slice(0, pageSize).map(({ updated_at: _, ...view }) => view), more: rows.length > pageSize };
   }
 
   /** Re-enqueues failed items from the stage where they failed; parse failures cannot be retried. */
@@ -225,20 +214,11 @@ export function createBatchService(deps: BatchServiceDeps) {
     const batch = await mustFind(batchId);
     if (batch.state === 'UPLOADING') throw badRequest('batch_not_ready', 'The batch is still uploading.');
     const requeued = await deps.db.transaction().execute(async (trx) => {
-      const rows = await trx
-        .updateTable('batch_items')
-        .set({ state: 'waiting', round: sql`round + 1`, attempts: 0, error: null, updated_at: sql`now()` })
-        .where('batch_id', '=', batchId)
-        .where('state', '=', 'failed')
-        .where('stage', '!=', 'parse')
-        // = ANY(array): one parameter however many numbers (a list of 100,000 would pass PostgreSQL's 65,535).
-        .$if(externalAccountNumbers !== undefined, (q) => q.where(sql<boolean>`external_account_number = any(${[...externalAccountNumbers!]}::text[])`))
-        .returning(['line'])
-        .execute();
-      if (rows.length > 0) {
+      const n = await requeueFailed(trx, batchId, externalAccountNumbers);
+      if (n > 0) {
         await trx.updateTable('batches').set({ state: 'RUNNING', finished_at: null, cancel_requested_at: null }).where('id', '=', batchId).execute();
       }
-      return rows.length;
+      return n;
     });
     if (requeued > 0) await enqueueOpen(batchId, batch.dry_run);
     return { requeued };
@@ -250,12 +230,7 @@ export function createBatchService(deps: BatchServiceDeps) {
     if (batch.state === 'RUNNING') {
       await deps.db.transaction().execute(async (trx) => {
         await trx.updateTable('batches').set({ cancel_requested_at: deps.clock.now() }).where('id', '=', batchId).execute();
-        await trx
-          .updateTable('batch_items')
-          .set({ state: 'cancelled', updated_at: sql`now()` })
-          .where('batch_id', '=', batchId)
-          .where('state', 'in', ['waiting', 'delayed'])
-          .execute();
+        await cancelPending(trx, batchId);
       });
       await finishIfDone(deps.db, batchId, deps.clock.now());
     }

@@ -16,6 +16,7 @@ export const SUPPLIER_COLUMNS_JOINED = [
   's.status as supplier_status',
   's.documents_root as supplier_documents_root',
   's.send_customer_emails as supplier_send_customer_emails',
+  's.default_operations_team_id as supplier_default_operations_team_id',
   's.created_at as supplier_created_at',
   's.updated_at as supplier_updated_at',
 ] as const;
@@ -27,6 +28,7 @@ export interface SupplierColumnsJoined {
   supplier_status: SupplierStatus;
   supplier_documents_root: string;
   supplier_send_customer_emails: boolean;
+  supplier_default_operations_team_id: string | null;
   supplier_created_at: Date;
   supplier_updated_at: Date;
 }
@@ -38,6 +40,7 @@ export const supplierFromRow = (row: SupplierColumnsJoined): ImportSupplier => (
   status: row.supplier_status,
   documents_root: row.supplier_documents_root,
   send_customer_emails: row.supplier_send_customer_emails,
+  default_operations_team_id: row.supplier_default_operations_team_id,
   created_at: row.supplier_created_at,
   updated_at: row.supplier_updated_at,
 });
