@@ -23,15 +23,23 @@ export const emailJobId = (d: EmailJobData): string => `welcome.${d.accountId}`;
 
 /**
  * Transient failures (database, Redis, vendor) retry with exponential backoff; invalid input fails
- * at once (UnrecoverableError). Finished jobs are trimmed by age and count so Redis stays small;
- * progress that matters is in PostgreSQL.
+ * at once (UnrecoverableError). A completed job is removed at once: its outcome is in PostgreSQL
+ * (batch_items), operators read progress there, and keeping 10,000 finished jobs per queue cost
+ * Redis commands to store and later to trim for nothing the dashboard needs. Failed jobs stay a
+ * week for operators to inspect and retry.
  */
 export const DEFAULT_JOB_OPTIONS: JobsOptions = {
   attempts: 6,
   backoff: { type: 'exponential', delay: 500 },
-  removeOnComplete: { age: 3600, count: 10_000 },
+  removeOnComplete: true,
   removeOnFail: { age: 7 * 24 * 3600, count: 100_000 },
 };
+
+/**
+ * The queues' event streams: nothing here reads them (no QueueEvents; the dashboard reads job
+ * state), so they are kept short instead of BullMQ's 10,000 events a queue.
+ */
+export const EVENTS_MAX_LEN = 1_000;
 
 /** How long a process job waits before asking again for a permit, without spending an attempt. */
 export const PERMIT_RETRY_DELAY_MS = { min: 100, max: 400 };

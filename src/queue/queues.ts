@@ -4,7 +4,7 @@ import type { Logger } from '../log.js';
 import type { StageQueue } from '../ports.js';
 import { isRedisUnavailable, REDIS_REQUEST_TIMEOUT_MS, redisUnavailable } from '../redis.js';
 import { within } from '../timeout.js';
-import { DEFAULT_JOB_OPTIONS, QUEUE_NAMES, emailJobId, stageJobId, type EmailJobData, type QueueName, type QueuePayloads, type Stage, type StageJobData } from './contract.js';
+import { DEFAULT_JOB_OPTIONS, EVENTS_MAX_LEN, QUEUE_NAMES, emailJobId, stageJobId, type EmailJobData, type QueueName, type QueuePayloads, type Stage, type StageJobData } from './contract.js';
 
 export type Queues = { readonly [K in QueueName]: Queue<QueuePayloads[K]> };
 
@@ -15,7 +15,7 @@ export type Queues = { readonly [K in QueueName]: Queue<QueuePayloads[K]> };
  */
 export function createQueues(redis: Redis, prefix: string, log: Logger): Queues {
   const make = <K extends QueueName>(name: K) => {
-    const queue = new Queue<QueuePayloads[K]>(name, { connection: redis, prefix, defaultJobOptions: DEFAULT_JOB_OPTIONS });
+    const queue = new Queue<QueuePayloads[K]>(name, { connection: redis, prefix, defaultJobOptions: DEFAULT_JOB_OPTIONS, streams: { events: { maxLen: EVENTS_MAX_LEN } } });
     // Connection losses are logged once by the connection itself (src/redis.ts); anything else here.
     queue.on('error', (err) => {
       if (!isRedisUnavailable(err)) log.warn({ err, queue: name }, 'queue error');
