@@ -18,7 +18,15 @@ export const UNKNOWN: unique symbol = Symbol('unknown');
 export type Known<T> = T | typeof UNKNOWN;
 
 export class Reader {
-  constructor(private readonly ctx: CrossFieldContext) {}
+  /**
+   * Nothing in the checked value failed to parse (the common case: a valid account), so every field
+   * is trusted without asking about its path. Other rules' findings never make a field unparsed.
+   */
+  readonly clean: boolean;
+
+  constructor(private readonly ctx: CrossFieldContext) {
+    this.clean = ctx.parsed([]);
+  }
 
   /** The checked value itself, when it is an object. */
   root(value: unknown): Node | undefined {
@@ -27,7 +35,7 @@ export class Reader {
 
   /** A field's parsed value (undefined when absent or null), or UNKNOWN when it did not parse. */
   raw(n: Node, key: string): unknown {
-    return this.ctx.parsed([...n.path, key]) ? (n.v[key] ?? undefined) : UNKNOWN;
+    return this.clean || this.ctx.parsed([...n.path, key]) ? (n.v[key] ?? undefined) : UNKNOWN;
   }
 
   text(n: Node, key: string): Known<string | undefined> {
@@ -123,11 +131,23 @@ export function meterPointsOf(r: Reader, addresses: readonly Node[]): MeterPoint
   return out;
 }
 
-/** The account's supply addresses and meter points. */
-export function accountMeterPoints(r: Reader, account: Node) {
+/**
+ * The account's supply addresses and meter points. Most meter rules start here: for a clean account
+ * (nothing failed to parse, so the answer depends on the value alone) it is worked out once per
+ * parse and shared by every rule, instead of once per rule.
+ */
+export function accountMeterPoints(r: Reader, account: Node): { addresses: Node[]; meterPoints: MeterPointNode[] } {
+  const shareable = r.clean && account.path.length === 0;
+  const known = shareable ? meterPointsCache.get(account.v) : undefined;
+  if (known) return known;
   const addresses = r.list(account, 'supply_addresses');
-  return { addresses, meterPoints: meterPointsOf(r, addresses) };
+  const found = { addresses, meterPoints: meterPointsOf(r, addresses) };
+  if (shareable) meterPointsCache.set(account.v, found);
+  return found;
 }
+
+/** Keyed by the parsed account object: each parse makes a new one, so an entry never outlives its parse's rules. */
+const meterPointsCache = new WeakMap<object, { addresses: Node[]; meterPoints: MeterPointNode[] }>();
 
 /**
  * The facts most meter rules share, read relative to `today`: which meter points are billable (no
