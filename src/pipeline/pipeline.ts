@@ -124,7 +124,10 @@ export function createPipeline(deps: PipelineDeps, services: Services) {
       for (const m of runnable) if (!claimedKeys.has(itemKey(m))) outcomes[indexOf.get(itemKey(m))!] = await settleUnclaimed(stage, m);
       const ready = await gateWindows(stage, claimed, (item, outcome) => (outcomes[indexOf.get(itemKey(item))!] = outcome));
       const memberOf = (item: ClaimedItem) => members[indexOf.get(itemKey(item))!]!;
-      await runClaimed(stage, ready, permits, memberOf, (item, outcome) => (outcomes[indexOf.get(itemKey(item))!] = outcome));
+      const answer = (item: ClaimedItem, outcome: MemberOutcome) => (outcomes[indexOf.get(itemKey(item))!] = outcome);
+      // The process queue also runs dry-run batches' items, which take their own path: a set never mixes the two.
+      await runClaimed(stage, ready.filter((i) => !i.dry_run), permits, memberOf, answer);
+      await runClaimed(stage, ready.filter((i) => i.dry_run), permits, memberOf, answer);
     } catch (err) {
       // Claiming or settling failed (the database away): every job not yet answered retries.
       deps.log.debug({ err, stage }, 'stage set failed before its items ran');
@@ -230,7 +233,7 @@ export function createPipeline(deps: PipelineDeps, services: Services) {
     const next = (item: ClaimedItem) => nextStageOf(stage, item.dry_run);
     const record = (ex: Executor) => recordItems(ex, items.flatMap((item) => (records.has(itemKey(item)) ? [{ item, record: records.get(itemKey(item))! }] : [])));
 
-    if (stage === 'process' && items.some((i) => i.dry_run)) {
+    if (stage === 'process' && items[0]!.dry_run) {
       // A dry run: everything after validation in one rolled-back transaction per item.
       for (const item of items) {
         try {

@@ -117,3 +117,23 @@ describe('a set whose transaction fails on one account', () => {
     expect(await accountsOf('BAD')).toBe(8);
   }, LONG);
 });
+
+describe('a dry-run batch beside a normal one', () => {
+  it('never lets a set mix them: the dry run creates nothing, the normal batch creates every account', async () => {
+    await ctx.createSupplier('DRYSET');
+    await ctx.createSupplier('REALSET');
+    const dry = await ctx.cohort({ count: 12, supplier: 'DRYSET', prefix: 'DS', seed: 21 });
+    const real = await ctx.cohort({ count: 12, supplier: 'REALSET', prefix: 'RS', seed: 22 });
+    // Both in the process queue at once: their jobs are held together by the same worker.
+    const [a, b] = await Promise.all([
+      ctx.upload(dry.ndjson, { supplier: 'DRYSET', team: TEAM, dryRun: true }),
+      ctx.upload(real.ndjson, { supplier: 'REALSET', team: TEAM }),
+    ]);
+    expect(await ctx.waitForEnd(a.batch_id, LONG)).toMatchObject({ state: 'COMPLETED', succeeded: 12, failed: 0 });
+    expect(await ctx.waitForEnd(b.batch_id, LONG)).toMatchObject({ state: 'COMPLETED', succeeded: 12, failed: 0 });
+    expect(await accountsOf('DRYSET')).toBe(0);
+    expect(await accountsOf('REALSET')).toBe(12);
+    for (const item of (await batchItems(ctx, a.batch_id)) as BatchItem[]) expect(item.service_account_number).toBeNull();
+    for (const item of (await batchItems(ctx, b.batch_id)) as BatchItem[]) expect(item.service_account_number).toMatch(/^A-/);
+  }, LONG);
+});
