@@ -15,7 +15,7 @@ import { accountView } from '../imports/accounts/account-view.js';
 import { addReferenceValue, listReferenceValues, retireReferenceValue } from '../imports/reference/reference.repository.js';
 import { isReferenceKind, REFERENCE_KINDS, type ReferenceKind } from '../imports/reference/reference.seed.js';
 import { findSupplierByCode } from '../imports/suppliers/supplier.repository.js';
-import { createSupplier, listSuppliers, parseSupplierStatus, setSupplierStatus } from '../imports/suppliers/supplier.service.js';
+import { createSupplier, listSuppliers, parseSupplierStatus, setSupplierDefaultTeam, setSupplierStatus } from '../imports/suppliers/supplier.service.js';
 import { createTeam, listTeams } from '../imports/teams/team.service.js';
 import { registerCohortCommands } from './cohort-commands.js';
 
@@ -138,6 +138,17 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
       withDb(async (db) => {
         const s = await setSupplierStatus(db, code, status);
         out(`supplier ${s.code} status ${s.status}`);
+      }),
+    );
+  supplier
+    .command('set-team')
+    .description('Set the operations team its scheduled (v2) accounts go to; they name none of their own.')
+    .argument('<code>', 'supplier code')
+    .argument('<team>', 'operations team name')
+    .action((code: string, teamName: string) =>
+      withDb(async (db) => {
+        const s = await setSupplierDefaultTeam(db, code, teamName);
+        out(`supplier ${s.code} schedules its v2 accounts into team '${teamName}'`);
       }),
     );
   supplier

@@ -18,6 +18,7 @@ import { accountRoutes } from './routes/accounts.js';
 import { batchRoutes } from './routes/batches.js';
 import { extrasRoutes } from './routes/extras.js';
 import { systemRoutes } from './routes/system.js';
+import { v2AccountRoutes } from './routes/v2-accounts.js';
 import { registerSecurityHeaders, SECURITY_HEADERS } from './security-headers.js';
 
 declare module 'fastify' {
@@ -121,7 +122,13 @@ export async function buildApp(deps: Deps): Promise<BuiltApp> {
   }, { introspection: deps.config.nodeEnv !== 'production' });
 
   const services = createServices(deps);
-  const routes: RouteDef[] = [...systemRoutes(deps), ...accountRoutes(services.accounts), ...extrasRoutes(services), ...batchRoutes(services.batches)];
+  const routes: RouteDef[] = [
+    ...systemRoutes(deps),
+    ...accountRoutes(services.accounts),
+    ...v2AccountRoutes(services.accountImports, () => deps.clock.now()),
+    ...extrasRoutes(services),
+    ...batchRoutes(services.batches),
+  ];
   for (const r of routes) {
     app.route({
       method: r.method,

@@ -1,4 +1,5 @@
 import type { Deps } from '../deps.js';
+import { createAccountImportService } from './account-imports/account-import.service.js';
 import { createAccountService } from './accounts/account.service.js';
 import { makeEmbeddedExtras } from './accounts/embedded-extras.js';
 import { createBatchService } from './batches/batch.service.js';
@@ -13,12 +14,15 @@ export function createServices(deps: Deps) {
   const transactions = createTransactionService(deps);
   const statements = createStatementService(deps);
   const paymentInstructions = createPaymentInstructionService(deps);
+  const accounts = createAccountService({
+    ...deps,
+    onAccountsCreated: deps.ports.onAccountsCreated,
+    embeddedExtras: makeEmbeddedExtras({ notes, transactions, statements, paymentInstructions }),
+  });
   return {
-    accounts: createAccountService({
-      ...deps,
-      onAccountsCreated: deps.ports.onAccountsCreated,
-      embeddedExtras: makeEmbeddedExtras({ notes, transactions, statements, paymentInstructions }),
-    }),
+    accounts,
+    /** The v2 door: one account at a time, scheduled through the same pipeline. */
+    accountImports: createAccountImportService({ db: deps.db, clock: deps.clock, stageQueue: deps.ports.stageQueue, accounts }),
     notes,
     transactions,
     statements,

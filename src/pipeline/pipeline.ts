@@ -148,7 +148,8 @@ export function createPipeline(deps: PipelineDeps, services: Services) {
     const late = items.filter((i) => i.schedule_window_end !== null && i.schedule_window_end.getTime() < now && i.service_account_number === null && !early.includes(i));
     for (const item of early) {
       await setItem(db, jobOf(item), { state: 'delayed' }, item.stage);
-      answer(item, { kind: 'delay', until: item.schedule_window_start!.getTime() });
+      // Measured on the service's clock, waited on the queue's: the delay is the difference.
+      answer(item, { kind: 'delay', until: Date.now() + (item.schedule_window_start!.getTime() - now) });
     }
     if (late.length > 0) {
       const errors = late.map((item) => windowElapsed(item.schedule_window_end!));

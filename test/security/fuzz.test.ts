@@ -636,6 +636,9 @@ interface JsonRoute {
 const IN_PERIOD = '2026-01-10';
 const JSON_ROUTES: JsonRoute[] = [
   { url: '/v1/data-import/validate-account/', base: () => fixedAccount('FZ-VALIDATE', 2) },
+  // The supplier has no default operations team: a valid request answers 400 operations_team_not_found, so no case schedules anything.
+  { url: '/v2/data-import/accounts/', base: () => ({ payload: fixedAccount('FZ-V2', 4), task_params: { is_dry_run: false } }) },
+  { url: '/v2/data-import/accounts/validate/', base: () => ({ payload: fixedAccount('FZ-V2-VALIDATE', 5) }) },
   // Re-staging the same account keeps answering 200, so valid cases stay cheap.
   { url: '/v1/data-import/account-import-process/create-or-update/', base: () => fixedAccount('FZ-STAGE', 3) },
   // dry_run: the valid request answers 400 dry_run_rolled_back and must leave every table as it was.
@@ -902,6 +905,12 @@ const GET_ROUTES: GetRoute[] = [
     request: fc
       .record({ s: segment(S), e: segment(EXT), slash: trailing, extra: fc.oneof({ weight: 4, arbitrary: noPairs }, { weight: 1, arbitrary: extraQuery }) })
       .map((c) => ({ path: `/v1/data-import/account-transfer-status/${c.s}/${c.e}${c.slash}`, query: c.extra })),
+  },
+  {
+    route: '/v2/data-import/accounts/:import_supplier_code/:external_identifier/',
+    request: fc
+      .record({ s: segment(S), e: segment(EXT), slash: trailing, extra: fc.oneof({ weight: 4, arbitrary: noPairs }, { weight: 1, arbitrary: extraQuery }) })
+      .map((c) => ({ path: `/v2/data-import/accounts/${c.s}/${c.e}${c.slash}`, query: c.extra })),
   },
   {
     route: '/v1/data-import/imported-accounts/:import_supplier_code/:external_account_number/',

@@ -112,7 +112,7 @@ describe("Fastify's route table", () => {
 
   it('declares auth for every REST route: token for the data-import and batch routes, none only for the probes', () => {
     for (const r of ctx.built.routes) {
-      const expected = r.url.startsWith('/v1/data-import/') ? 'token' : 'none';
+      const expected = r.url.startsWith('/v1/data-import/') || r.url.startsWith('/v2/data-import/') ? 'token' : 'none';
       expect(`${r.method} ${r.url} ${r.auth}`).toBe(`${r.method} ${r.url} ${expected}`);
       if (r.auth === 'none') expect(OPEN_ROUTES.has(`${r.method} ${r.url}`)).toBe(true);
     }

@@ -1,5 +1,6 @@
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { setSupplierDefaultTeam } from '../../src/imports/suppliers/supplier.service.js';
 import { createApiKey } from '../../src/auth/api-keys.js';
 import { accountPayload } from '../helpers/fixtures.js';
 import { createExtrasHarness, S, TEAM, URLS, VENDOR, type ExtrasHarness } from '../http/extras/setup.js';
@@ -43,6 +44,15 @@ beforeAll(async () => {
   });
   expect(upload.statusCode).toBe(202);
   otherBatch = (upload.json() as { batch_id: string }).batch_id;
+  // A scheduled (v2) import of OTHER_CO's, so its status route is aimed at something real.
+  await setSupplierDefaultTeam(h.ctx.deps.db, OTHER, TEAM);
+  const scheduled = await h.ctx.app.inject({
+    method: 'POST',
+    url: '/v2/data-import/accounts/',
+    headers: h.auth,
+    payload: { payload: accountPayload(OTHER, 'THEIRS-V2'), task_params: {} },
+  });
+  expect(scheduled.statusCode, scheduled.body).toBe(201);
 });
 
 afterAll(async () => h?.close());
@@ -90,6 +100,12 @@ const CASES: Array<{ route: string; call: (target: string) => Call }> = [
     call: (t) => ({ method: 'POST', url: `/v1/data-import/batches/?import_supplier=${t}&operations_team_name=${encodeURIComponent(TEAM)}`, payload: ndjson(t, 'THEIRS-B9'), headers: { 'content-type': 'application/x-ndjson' } }),
   },
   { route: 'GET /v1/data-import/batches/', call: (t) => ({ method: 'GET', url: `/v1/data-import/batches/?import_supplier=${t}` }) },
+  { route: 'POST /v2/data-import/accounts/', call: (t) => ({ method: 'POST', url: '/v2/data-import/accounts/', payload: { payload: accountPayload(t, 'THEIRS-9'), task_params: {} } }) },
+  { route: 'POST /v2/data-import/accounts/validate/', call: (t) => ({ method: 'POST', url: '/v2/data-import/accounts/validate/', payload: { payload: accountPayload(t, 'THEIRS-9') } }) },
+  {
+    route: 'GET /v2/data-import/accounts/:import_supplier_code/:external_identifier/',
+    call: (t) => ({ method: 'GET', url: `/v2/data-import/accounts/${t}/THEIRS-V2/` }),
+  },
 ];
 
 /** Batch routes name a batch, not a supplier: OTHER_CO's batch against a batch id that does not exist. */

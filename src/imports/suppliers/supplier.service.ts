@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { Executor, ImportSupplier, SupplierStatus } from '../../db/database.js';
 import { AppError, badRequest, notFound } from '../../errors.js';
+import { findTeamByName } from '../teams/team.repository.js';
 import { SUPPLIER_STATUSES } from './supplier.repository.js';
 
 /**
@@ -83,6 +84,23 @@ export async function setSupplierStatus(db: Executor, code: string, status: stri
   const row = await db
     .updateTable('import_suppliers')
     .set({ status: parsed, updated_at: sql`now()` })
+    .where('code', '=', code)
+    .returningAll()
+    .executeTakeFirst();
+  if (!row) throw notFound('import_supplier_not_found', `Import supplier '${code}' does not exist.`);
+  return row;
+}
+
+/**
+ * Sets the operations team a supplier's scheduled (v2) accounts go to: they name none of their own.
+ * Unknown supplier → import_supplier_not_found; unknown team → operations_team_not_found.
+ */
+export async function setSupplierDefaultTeam(db: Executor, code: string, teamName: string): Promise<ImportSupplier> {
+  const team = await findTeamByName(db, teamName);
+  if (!team) throw notFound('operations_team_not_found', `Operations team '${teamName}' does not exist.`);
+  const row = await db
+    .updateTable('import_suppliers')
+    .set({ default_operations_team_id: team.id, updated_at: sql`now()` })
     .where('code', '=', code)
     .returningAll()
     .executeTakeFirst();
