@@ -73,16 +73,16 @@ describe.concurrent('importctl', { timeout: 120_000 }, () => {
   });
 
   test('supplier set-team: the team its scheduled (v2) accounts go to; unknown supplier or team is one clear line', async ({ expect }) => {
-    const [supplier, team] = await Promise.all([importctl(['supplier', 'create', 'CLI_V2'], env), importctl(['team', 'create', 'CLI V2 Team'], env)]);
+    const [supplier, team] = await Promise.all([importctl(['supplier', 'create', 'CLI_V2'], env), importctl(['team', 'create', 'Scheduled V2 Team'], env)]);
     expect([supplier.code, team.code]).toEqual([0, 0]);
-    const set = await importctl(['supplier', 'set-team', 'CLI_V2', 'CLI V2 Team'], env);
-    expect([set.code, set.stderr, set.lines]).toEqual([0, '', ["supplier CLI_V2 schedules its v2 accounts into team 'CLI V2 Team'"]]);
+    const set = await importctl(['supplier', 'set-team', 'CLI_V2', 'Scheduled V2 Team'], env);
+    expect([set.code, set.stderr, set.lines]).toEqual([0, '', ["supplier CLI_V2 schedules its v2 accounts into team 'Scheduled V2 Team'"]]);
     const row = await pool.query(
       "SELECT t.name FROM import_suppliers s JOIN operations_teams t ON t.id = s.default_operations_team_id WHERE s.code = 'CLI_V2'",
     );
-    expect(row.rows).toEqual([{ name: 'CLI V2 Team' }]);
+    expect(row.rows).toEqual([{ name: 'Scheduled V2 Team' }]);
     const [noSupplier, noTeam] = await Promise.all([
-      importctl(['supplier', 'set-team', 'CLI_NOBODY', 'CLI V2 Team'], env),
+      importctl(['supplier', 'set-team', 'CLI_NOBODY', 'Scheduled V2 Team'], env),
       importctl(['supplier', 'set-team', 'CLI_V2', 'No Such Team'], env),
     ]);
     expectOneErrorLine(expect, noSupplier, 1, /CLI_NOBODY' does not exist/);

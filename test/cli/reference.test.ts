@@ -24,7 +24,8 @@ afterAll(async () => {
 
 const importctl = async (args: string[]): Promise<RunResult> => (await startImportctl(args, env, 30_000)).done;
 
-describe('reference lists', { timeout: 60_000 }, () => {
+// Each test spawns importctl several times, and each spawn compiles the CLI (2-12 s under a loaded suite): bounded, but generous.
+describe('reference lists', { timeout: 180_000 }, () => {
   test('a migrated database holds the published lists and decisions §6 additions, the not-enabled types retired', async () => {
     const rows = await db.selectFrom('reference_values').select(['kind', 'value', 'retired_at']).orderBy('kind').orderBy('value').execute();
     const seed = REFERENCE_SEED.map((s) => ({ kind: s.kind, value: s.value, enabled: s.enabled })).sort((a, b) => `${a.kind} ${a.value}`.localeCompare(`${b.kind} ${b.value}`));
