@@ -3,7 +3,8 @@
  * `npm run bench`: the service's throughput figures on the local PostgreSQL and Redis, in one run.
  *
  *   cohort   a generated cohort uploaded as one batch, driven by separate worker processes (default one)
- *   ceiling  the same rows written by a tight pg loop (what PostgreSQL allows here)
+ *   ceiling  the same rows written by a tight pg loop, one transaction per account
+ *   limit    the same rows bulk-loaded in sets of 1,000 accounts (what PostgreSQL allows here)
  *   peer     a smaller cohort through the REST endpoints, as suppliers' scripts do today
  *   http     the validate endpoint under autocannon, next to a bare route of the same server
  *   upload   a large NDJSON upload with the workers stopped: does the API stream it?
@@ -17,7 +18,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs, USAGE, UsageError, type BenchOptions, type Scenario } from './lib/args.js';
-import { runCeiling } from './lib/ceiling.js';
+import { countRows, runCeiling, runLimit } from './lib/ceiling.js';
 import { cleanup, installSignalHandlers, isCleaningUp } from './lib/cleanup.js';
 import { cohortAvoiding, writeCohortFile, type CohortFile } from './lib/cohort.js';
 import { checkpoint, createBenchEnv, obtainToken, setupSupplier, setupTeam, startApi, startWorkerProcesses, stopWorkerProcesses, type BenchEnv } from './lib/env.js';
@@ -71,11 +72,20 @@ async function main(): Promise<number> {
   }
 
   if (opts.soak) return soakMode(env, opts, machine, started);
+  if (opts.scaling) return scalingMode(env, opts, opts.scaling);
 
   const results: Results = {};
   // How long to wait for PostgreSQL's statistics to settle around each scenario (short in smoke mode).
   const settleMs = opts.smoke ? 3_000 : 12_000;
   let cohortFile: CohortFile | undefined;
+  let pipelineRows: Record<string, number> | undefined;
+  /** A scenario that writes the cohort's rows its own way must write exactly the pipeline's rows. */
+  const sameRows = <T extends { rows: Record<string, number>; problems: string[] }>(name: string, r: T): T => {
+    if (!pipelineRows) return r;
+    const differ = Object.keys(pipelineRows).filter((t) => pipelineRows![t] !== r.rows[t]);
+    for (const t of differ) r.problems.push(`${name} wrote ${r.rows[t]} rows to ${t}, the pipeline ${pipelineRows[t]}`);
+    return r;
+  };
   try {
     await setupTeam(env);
     for (const [scenario, code] of Object.entries(SUPPLIERS)) {
@@ -84,7 +94,7 @@ async function main(): Promise<number> {
     await startApi(env);
     log(`API (pid ${env.api!.pid}) on ${env.apiUrl}; sandbox vendor on ${env.vendor.baseUrl}`);
 
-    if (has('cohort') || has('ceiling')) {
+    if (has('cohort') || has('ceiling') || has('limit')) {
       const t = performance.now();
       cohortFile = writeCohortFile(
         { count: opts.accounts, supplier: SUPPLIERS.cohort, documentsRoot: 'bench', prefix: 'BN', seed: 7, docsDir: env.docsDir },
@@ -101,7 +111,16 @@ async function main(): Promise<number> {
         await checkpoint(env.databaseUrl);
         let keys = 0;
         try {
-          return await runCohort(env, () => obtainToken(env, `bench-cohort-${++keys}`), SUPPLIERS.cohort, cohortFile!, { settleMs, log });
+          const result = await runCohort(env, () => obtainToken(env, `bench-cohort-${++keys}`), SUPPLIERS.cohort, cohortFile!, { settleMs, log });
+          // What the pipeline wrote, table by table, before any other scenario adds rows: the ceiling and the limit must write the same.
+          const client = pgClient({ connectionString: env.databaseUrl });
+          await client.connect();
+          try {
+            pipelineRows = await countRows(client);
+          } finally {
+            await client.end();
+          }
+          return result;
         } finally {
           // The remaining scenarios do not use the workers, and the upload must run without them.
           await stopWorkerProcesses(env);
@@ -113,7 +132,15 @@ async function main(): Promise<number> {
       results.ceiling = await scenario('ceiling', async () => {
         const url = await env.siblingDatabase('ceiling');
         await checkpoint(url);
-        return runCeiling(url, cohortFile!, opts.ceilingConcurrency, settleMs);
+        return sameRows('ceiling', await runCeiling(url, cohortFile!, opts.ceilingConcurrency, settleMs));
+      });
+    }
+
+    if (has('limit')) {
+      results.limit = await scenario('limit', async () => {
+        const url = await env.siblingDatabase('limit');
+        await checkpoint(url);
+        return sameRows('limit', await runLimit(url, cohortFile!, opts.limitLoaders, opts.limitSetSize, settleMs));
       });
     }
 
@@ -187,6 +214,45 @@ async function main(): Promise<number> {
   log(`${countsExact ? 'every count exact' : 'RUN INCOMPLETE: counts not exact (exit 1)'}; figures written to ${path.relative(process.cwd(), file)}`);
   log(ratiosLine(ratios));
   return countsExact ? 0 : 1;
+}
+
+/**
+ * --scaling: the cohort alone at each size in turn, on one database (so the later, larger cohort runs
+ * against the tables the earlier one filled, as a deployment's second migration does), and whether
+ * accounts per second holds within 15%. Only inexact counts fail the run.
+ */
+async function scalingMode(env: BenchEnv, opts: BenchOptions, sizes: readonly number[]): Promise<number> {
+  const runs: Array<{ accounts: number; accounts_per_s: number | null; problems: string[] }> = [];
+  const settleMs = opts.smoke ? 3_000 : 12_000;
+  try {
+    await setupTeam(env);
+    await startApi(env);
+    await startWorkerProcesses(env, opts.workerProcesses);
+    let keys = 0;
+    for (const [i, count] of sizes.entries()) {
+      const supplier = `SCALE${i + 1}`;
+      await setupSupplier(env, supplier, supplier.toLowerCase());
+      const file = writeCohortFile(
+        { count, supplier, documentsRoot: supplier.toLowerCase(), prefix: `S${i + 1}`, seed: 70 + i, docsDir: env.docsDir },
+        path.join(env.workDir, `scaling-${count}.ndjson`),
+      );
+      const outcome = await scenario(`cohort of ${count}`, async () => {
+        await checkpoint(env.databaseUrl);
+        return runCohort(env, () => obtainToken(env, `bench-scaling-${++keys}`), supplier, file, { settleMs, log });
+      });
+      runs.push(outcome.ok ? { accounts: count, accounts_per_s: outcome.result.accounts_per_s, problems: outcome.result.problems } : { accounts: count, accounts_per_s: null, problems: [outcome.error] });
+    }
+  } finally {
+    log('cleaning up');
+    await cleanup();
+  }
+  const rates = runs.map((r) => r.accounts_per_s).filter((r): r is number => r !== null);
+  const within = rates.length === runs.length && rates.length > 1 ? Math.min(...rates) / Math.max(...rates) >= 0.85 : null;
+  const problems = runs.flatMap((r) => r.problems.map((p) => `cohort of ${r.accounts}: ${p}`));
+  log('');
+  for (const p of problems) log(`  - ${p}`);
+  log(`scaling: ${runs.map((r) => `${r.accounts}=${r.accounts_per_s ?? 'failed'}`).join(' ')} within_15pct=${within === null ? 'n/a' : within ? 'yes' : 'no'}`);
+  return problems.length === 0 ? 0 : 1;
 }
 
 /** --soak: the REST soak with cohort batches beside it, instead of the scenarios. */

@@ -1,6 +1,6 @@
 /** Command-line options of `npm run bench -- …`. */
 
-export const SCENARIOS = ['cohort', 'ceiling', 'peer', 'http', 'upload'] as const;
+export const SCENARIOS = ['cohort', 'ceiling', 'limit', 'peer', 'http', 'upload'] as const;
 export type Scenario = (typeof SCENARIOS)[number];
 
 export interface BenchOptions {
@@ -15,6 +15,11 @@ export interface BenchOptions {
   /** Seconds of unmeasured load before each autocannon measurement. */
   httpWarmupSeconds: number;
   ceilingConcurrency: number;
+  /** Concurrent loaders of the limit scenario, and the accounts each loads per transaction. */
+  limitLoaders: number;
+  limitSetSize: number;
+  /** --scaling: only the cohort, at each of these sizes, to see whether accounts/s holds as the tables grow. */
+  scaling: number[] | null;
   /** Worker processes (each `node dist/workers/all.js`) driving the cohort, on the same database and Redis prefix. */
   workerProcesses: number;
   keep: boolean;
@@ -45,6 +50,11 @@ export const USAGE = `usage: npm run bench -- [options]
   --http-seconds S        autocannon duration per route (default 10)
   --http-connections N    autocannon connections (default 50)
   --ceiling-concurrency N concurrent loops (and pool size) of the ceiling (default 16)
+  --limit-loaders N       concurrent loaders of the limit (default 4)
+  --limit-set-size N      accounts per transaction in the limit (default 1000)
+  --scaling               instead of the scenarios: the cohort alone at two sizes (5,000 and 50,000;
+                          --smoke: 300 and 1,500), accounts/s compared (within 15%?)
+  --scaling-sizes A,B     the sizes --scaling runs
   --worker-processes N    worker processes driving the cohort, as a deployment scaling past one
                           process runs them (default 1); CPU 'workers' is their sum, peak RSS
                           'workers' the largest single process's, each process's in the JSON
@@ -97,6 +107,13 @@ export function parseArgs(argv: readonly string[]): BenchOptions | 'help' {
     only = new Set(names as Scenario[]);
   }
   const out = flags.get('out');
+  const sizes = (name: string, fallback: number[]): number[] => {
+    const raw = flags.get(name);
+    if (raw === undefined) return fallback;
+    const list = raw === true ? [] : raw.split(',').map((x) => x.trim());
+    if (list.length < 2 || list.some((x) => !/^\d+$/.test(x) || Number(x) < 1)) throw new UsageError(`--${name} takes two or more sizes, such as 5000,50000`);
+    return list.map(Number);
+  };
   return {
     smoke,
     only,
@@ -108,6 +125,9 @@ export function parseArgs(argv: readonly string[]): BenchOptions | 'help' {
     httpConnections: int('http-connections', smoke ? 10 : 50),
     httpWarmupSeconds: smoke ? 1 : 2,
     ceilingConcurrency: int('ceiling-concurrency', 16),
+    limitLoaders: int('limit-loaders', 4),
+    limitSetSize: int('limit-set-size', 1_000),
+    scaling: flags.get('scaling') === true ? sizes('scaling-sizes', smoke ? [300, 1_500] : [5_000, 50_000]) : null,
     workerProcesses: int('worker-processes', 1),
     keep: flags.get('keep') === true,
     build: flags.get('no-build') !== true,
@@ -120,5 +140,5 @@ export function parseArgs(argv: readonly string[]): BenchOptions | 'help' {
   };
 }
 
-const BOOLEAN_FLAGS = new Set(['smoke', 'keep', 'no-build', 'profile', 'help', 'soak']);
-const VALUE_FLAGS = new Set(['only', 'accounts', 'peer-accounts', 'peer-clients', 'upload-lines', 'http-seconds', 'http-connections', 'ceiling-concurrency', 'worker-processes', 'out', 'minutes', 'soak-clients', 'soak-batch']);
+const BOOLEAN_FLAGS = new Set(['smoke', 'keep', 'no-build', 'profile', 'help', 'soak', 'scaling']);
+const VALUE_FLAGS = new Set(['only', 'accounts', 'peer-accounts', 'peer-clients', 'upload-lines', 'http-seconds', 'http-connections', 'ceiling-concurrency', 'limit-loaders', 'limit-set-size', 'scaling-sizes', 'worker-processes', 'out', 'minutes', 'soak-clients', 'soak-batch']);

@@ -45,6 +45,9 @@ export interface CohortResult {
   pg_per_account: PerUnit;
   /** Crashes of worker processes during the batch (each is restarted, as a supervisor would; with several, each names its process). */
   worker_crashes: string[];
+  /** Redis commands per account during the batch (INFO commandstats of the whole server: read on a quiet one), and the most frequent. */
+  redis_commands_per_account: number;
+  redis_top_commands: Array<{ command: string; per_account: number }>;
   problems: string[];
 }
 
@@ -62,6 +65,7 @@ export async function runCohort(
   let token = await newToken();
   const pgBefore = await settledCounters(env.databaseUrl, opts.settleMs);
   const processes = env.workers.length;
+  const redisBefore = await commandStats(env);
   const meter = new Meter({ api: env.api?.pid, workers: env.workers.map((w) => w.pid) });
   meter.start();
   const t0 = Date.now();
@@ -132,6 +136,7 @@ export async function runCohort(
   await Promise.all(queues.map((q) => q.close()));
   const endMs = finishedAt ? finishedAt.getTime() : Date.now();
   const measured = meter.stop();
+  const redisAfter = await commandStats(env);
   const seconds = (endMs - t0) / 1000;
   token = await newToken(); // access tokens live an hour: a long batch can outlive the first one
   const pgAfter = await settledCounters(env.databaseUrl, opts.settleMs);
@@ -171,7 +176,28 @@ export async function runCohort(
     rows,
     pg_per_account: perUnit(pgBefore, pgAfter, cohort.count),
     worker_crashes: crashes,
+    ...redisPerAccount(redisBefore, redisAfter, cohort.count),
     problems,
+  };
+}
+
+/** Calls per Redis command so far (INFO commandstats; commands run by BullMQ's scripts count too). */
+async function commandStats(env: BenchEnv): Promise<Map<string, number>> {
+  const text = await env.redis.info('commandstats');
+  const out = new Map<string, number>();
+  for (const m of text.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) out.set(m[1]!, Number(m[2]));
+  return out;
+}
+
+function redisPerAccount(before: Map<string, number>, after: Map<string, number>, accounts: number) {
+  const diff = [...after].map(([command, n]) => ({ command, n: n - (before.get(command) ?? 0) })).filter((d) => d.n > 0);
+  const total = diff.reduce((a, d) => a + d.n, 0);
+  return {
+    redis_commands_per_account: round(total / accounts, 1),
+    redis_top_commands: diff
+      .sort((a, b) => b.n - a.n)
+      .slice(0, 8)
+      .map((d) => ({ command: d.command, per_account: round(d.n / accounts, 1) })),
   };
 }
 
