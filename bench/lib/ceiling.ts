@@ -60,24 +60,35 @@ class Writer {
  */
 const dataOf = (b: AccountBundle): AccountData => b.account as unknown as AccountData;
 
-export async function runCeiling(databaseUrl: string, cohort: CohortFile, concurrency: number, settleMs: number): Promise<CeilingResult> {
+/**
+ * What both loads start from: the cohort's lines, a pool of `connections` with every connection open
+ * before the clock starts (as the services' pools are warm when they are measured), and the supplier
+ * and team the rows belong to. The pool is closed before its database is dropped, also when the run is
+ * interrupted.
+ */
+async function openLoad(databaseUrl: string, cohort: CohortFile, connections: number, name: string) {
   const lines = readFileSync(cohort.file, 'utf8').split('\n').filter((l) => l.length > 0);
-  const pool = pgPool({ connectionString: databaseUrl, max: concurrency });
+  const pool = pgPool({ connectionString: databaseUrl, max: connections });
   let ended: Promise<void> | undefined;
   const end = () => (ended ??= pool.end().catch(() => undefined));
-  // Closed before its database is dropped, also when the run is interrupted.
-  onCleanup('close the ceiling pool', end);
+  onCleanup(`close the ${name} pool`, end);
   try {
     const one = async <T extends pg.QueryResultRow>(text: string, params: unknown[] = []) => (await pool.query<T>(text, params)).rows[0]!;
     const supplierCode = (JSON.parse(lines[0]!) as AccountBundle).account.import_supplier as string;
     const supplier = await one<{ id: string }>("INSERT INTO import_suppliers (code, name, documents_root) VALUES ($1, $1, '') RETURNING id", [supplierCode]);
     const team = await one<{ id: string }>('INSERT INTO operations_teams (name) VALUES ($1) RETURNING id', [TEAM]);
-    const ids = { supplier: supplier.id, team: team.id };
-    const tableIds = new Ids();
-    // Every connection opened before the clock starts, as the services' pools are warm when they are measured.
-    const clients = await Promise.all(Array.from({ length: concurrency }, () => pool.connect()));
+    const clients = await Promise.all(Array.from({ length: connections }, () => pool.connect()));
     clients.forEach((c) => c.release());
+    return { lines, pool, end, owner: { supplier: supplier.id, team: team.id }, tableIds: new Ids() };
+  } catch (err) {
+    await end();
+    throw err;
+  }
+}
 
+export async function runCeiling(databaseUrl: string, cohort: CohortFile, concurrency: number, settleMs: number): Promise<CeilingResult> {
+  const { lines, pool, end, owner: ids, tableIds } = await openLoad(databaseUrl, cohort, concurrency, 'ceiling');
+  try {
     const pgBefore = await settledCounters(databaseUrl, settleMs);
     const meter = new Meter({});
     let next = 0;
@@ -149,21 +160,8 @@ export interface LimitResult {
  * PostgreSQL on this machine takes, and what a set-based pipeline could approach.
  */
 export async function runLimit(databaseUrl: string, cohort: CohortFile, loaders: number, setSize: number, settleMs: number): Promise<LimitResult> {
-  const lines = readFileSync(cohort.file, 'utf8').split('\n').filter((l) => l.length > 0);
-  const pool = pgPool({ connectionString: databaseUrl, max: loaders });
-  let ended: Promise<void> | undefined;
-  const end = () => (ended ??= pool.end().catch(() => undefined));
-  onCleanup('close the limit pool', end);
+  const { lines, pool, end, owner, tableIds } = await openLoad(databaseUrl, cohort, loaders, 'limit');
   try {
-    const one = async <T extends pg.QueryResultRow>(text: string, params: unknown[] = []) => (await pool.query<T>(text, params)).rows[0]!;
-    const supplierCode = (JSON.parse(lines[0]!) as AccountBundle).account.import_supplier as string;
-    const supplier = await one<{ id: string }>("INSERT INTO import_suppliers (code, name, documents_root) VALUES ($1, $1, '') RETURNING id", [supplierCode]);
-    const team = await one<{ id: string }>('INSERT INTO operations_teams (name) VALUES ($1) RETURNING id', [TEAM]);
-    const owner = { supplier: supplier.id, team: team.id };
-    const tableIds = new Ids();
-    const clients = await Promise.all(Array.from({ length: loaders }, () => pool.connect()));
-    clients.forEach((c) => c.release());
-
     const pgBefore = await settledCounters(databaseUrl, settleMs);
     const meter = new Meter({});
     let next = 0;

@@ -88,7 +88,8 @@ export async function openItems(
     .execute();
 }
 
-export interface ItemView {
+/** An item as the batch endpoints show it, with when it last changed. */
+export interface ItemRow {
   line: number;
   external_account_number: string | null;
   stage: ItemStage;
@@ -100,7 +101,7 @@ export interface ItemView {
 }
 
 /** One page of a batch's items in line order, after `afterLine`, optionally only in `states`. */
-export async function listItems(db: Executor, batchId: string, states: readonly ItemState[] | undefined, afterLine: number, limit: number): Promise<ItemView[]> {
+export async function listItems(db: Executor, batchId: string, states: readonly ItemState[] | undefined, afterLine: number, limit: number): Promise<ItemRow[]> {
   return db
     .selectFrom('batch_items')
     .select(['line', 'external_account_number', 'stage', 'state', 'attempts', 'service_account_number', 'error', 'updated_at'])
@@ -321,7 +322,7 @@ export async function findItem(
   db: Executor,
   batchId: string,
   line: number,
-): Promise<(ItemView & { round: number; dry_run: boolean; batch_created_at: Date }) | undefined> {
+): Promise<(ItemRow & { round: number; dry_run: boolean; batch_created_at: Date }) | undefined> {
   return db
     .selectFrom('batch_items as i')
     .innerJoin('batches as b', 'b.id', 'i.batch_id')

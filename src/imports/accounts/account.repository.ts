@@ -15,22 +15,8 @@ export interface ImportProcessRow {
 
 /** The import process of a pair, with its account's number if one was created. */
 export async function findProcess(db: Executor, supplierId: string, externalAccountNumber: string): Promise<ImportProcessRow | undefined> {
-  return db
-    .selectFrom('account_import_processes as p')
-    .leftJoin('accounts as a', 'a.id', 'p.account_id')
-    .select([
-      'p.id',
-      'p.import_supplier_id',
-      'p.external_account_number',
-      'p.payload',
-      'p.marked_to_skip',
-      'p.account_id',
-      'a.number as account_number',
-      'a.created_at as account_created_at',
-    ])
-    .where('p.import_supplier_id', '=', supplierId)
-    .where('p.external_account_number', '=', externalAccountNumber)
-    .executeTakeFirst();
+  const pair = { supplierId, externalAccountNumber };
+  return (await findProcesses(db, [pair])).get(keyOfPair(pair));
 }
 
 export interface MeterPointClaimant {

@@ -5,7 +5,7 @@ import { formatDatetime, type Clock } from '../../clock.js';
 import type { BatchState, Database, ItemStage, ItemState } from '../../db/database.js';
 import { AppError, badRequest, notFound, type ErrorEnvelope } from '../../errors.js';
 import { parseJsonExact, printable, UnstorableString } from '../../json.js';
-import { cancelPending, countItems, finishIfDone, insertItems, listItems, openItems, requeueFailed, type NewItem } from '../../pipeline/items.repository.js';
+import { cancelPending, countItems, finishIfDone, insertItems, listItems, openItems, requeueFailed, type ItemRow, type NewItem } from '../../pipeline/items.repository.js';
 import { STAGES, queueForStage, type Stage } from '../../pipeline/routing.js';
 import type { StageQueue } from '../../ports.js';
 import { reaches } from '../../auth/supplier-scope.js';
@@ -58,15 +58,8 @@ export interface BatchStatus extends BatchSummary {
   stages: Record<Stage, StageCounts>;
 }
 
-export interface ItemView {
-  line: number;
-  external_account_number: string | null;
-  stage: ItemStage;
-  state: ItemState;
-  attempts: number;
-  service_account_number: string | null;
-  error: unknown;
-}
+/** An item as the batch endpoints show it. */
+export type ItemView = Omit<ItemRow, 'updated_at'>;
 
 export interface BatchServiceDeps {
   db: Kysely<Database>;
