@@ -216,7 +216,7 @@ export async function claimItems(db: Executor, stage: Stage, jobs: ReadonlyArray
 /** Marks items delayed (waiting for a permit or their window), where their job may still run them; answers the ones marked. */
 export async function markDelayed(db: Executor, stage: Stage, jobs: readonly StageJobData[]): Promise<Set<string>> {
   if (jobs.length === 0) return new Set();
-  const { rows } = await sql<{ batch_id: string; line: number }>`
+  const { rows } = await sql<{ batch_id: string; line: number; round: number }>`
     UPDATE batch_items i SET state = 'delayed', updated_at = now()
     FROM ${unnestJobs(jobs)} AS v(batch_id, line, round, attempt), batches b
     WHERE i.batch_id = v.batch_id AND i.line = v.line AND i.round = v.round
@@ -224,11 +224,15 @@ export async function markDelayed(db: Executor, stage: Stage, jobs: readonly Sta
       AND i.state IN ('waiting', 'delayed', 'active')
       AND b.cancel_requested_at IS NULL
       AND ${claimableWhere(stage)}
-    RETURNING i.batch_id, i.line`.execute(db);
+    RETURNING i.batch_id, i.line, i.round`.execute(db);
   return new Set(rows.map((r) => itemKey(r)));
 }
 
-export const itemKey = (i: { batch_id?: string; batchId?: string; line: number }): string => `${i.batch_id ?? i.batchId}/${i.line}`;
+/**
+ * An item in one round: a set may hold two jobs of the same item (a lingering retry of an earlier
+ * round beside the current one), which must not be taken for each other.
+ */
+export const itemKey = (i: { batch_id?: string; batchId?: string; line: number; round: number }): string => `${i.batch_id ?? i.batchId}/${i.line}/${i.round}`;
 
 /** An item as its job found it when it could not claim it. */
 export interface UnclaimedItem {
@@ -267,7 +271,7 @@ export async function recordItems(
 ): Promise<Map<string, ItemState>> {
   if (records.length === 0) return new Map();
   const col = <T>(f: (r: (typeof records)[number]) => T) => records.map(f);
-  const { rows } = await sql<{ batch_id: string; line: number; state: ItemState }>`
+  const { rows } = await sql<{ batch_id: string; line: number; round: number; state: ItemState }>`
     UPDATE batch_items i SET
       stage = CASE WHEN v.kind = 'failed' THEN v.at WHEN v.next IS NOT NULL THEN v.next ELSE i.stage END,
       state = CASE
@@ -293,7 +297,7 @@ export async function recordItems(
     WHERE i.batch_id = v.batch_id AND i.line = v.line AND i.round = v.round
       AND i.stage = v.claimed AND i.state = 'active'
       AND b.id = i.batch_id
-    RETURNING i.batch_id, i.line, i.state`.execute(ex);
+    RETURNING i.batch_id, i.line, i.round, i.state`.execute(ex);
   return new Map(rows.map((r) => [itemKey(r), r.state]));
 }
 
