@@ -137,3 +137,37 @@ describe('a dry-run batch beside a normal one', () => {
     for (const item of (await batchItems(ctx, b.batch_id)) as BatchItem[]) expect(item.service_account_number).toMatch(/^A-/);
   }, LONG);
 });
+
+describe('two rounds of one item in one set', () => {
+  it('the current round runs and the stale one is skipped, neither failing for the other', async () => {
+    await ctx.createSupplier('ROUNDS');
+    const { ndjson } = await ctx.cohort({ count: 1, supplier: 'ROUNDS', prefix: 'RO', seed: 31 });
+    const { batch_id } = await ctx.upload(ndjson, { supplier: 'ROUNDS', team: TEAM });
+    expect(await ctx.waitForEnd(batch_id, LONG)).toMatchObject({ state: 'COMPLETED', succeeded: 1 });
+    // As after a retry of its extras: the item is back at extras in round 1, while a job of round 0 lingers.
+    await ctx.deps.pool.query("UPDATE batch_items SET stage = 'extras', state = 'waiting', round = 1 WHERE batch_id = $1", [batch_id]);
+    await ctx.deps.pool.query("UPDATE batches SET state = 'RUNNING', finished_at = NULL WHERE id = $1", [batch_id]);
+    const ended: Array<{ id: string | undefined; how: string }> = [];
+    const extras = workers!.workers.find((w) => w.name === 'extras')!;
+    const onCompleted = (job: { id?: string | undefined }, value: unknown) => ended.push({ id: job.id, how: String(value) });
+    const onFailed = (job: { id?: string | undefined } | undefined, err: Error) => ended.push({ id: job?.id, how: `failed: ${err.message}` });
+    extras.on('completed', onCompleted);
+    extras.on('failed', onFailed);
+    try {
+      // Both at once, so that one worker holds them in one set.
+      await ctx.deps.ports.stageQueue.enqueue('extras', [
+        { batchId: batch_id, line: 1, round: 0 },
+        { batchId: batch_id, line: 1, round: 1 },
+      ]);
+      await pollUntil(async () => ended.length >= 2 || null, { timeoutMs: LONG, what: 'both jobs to end' });
+    } finally {
+      extras.off('completed', onCompleted);
+      extras.off('failed', onFailed);
+    }
+    expect(ended.sort((a, b) => String(a.id).localeCompare(String(b.id)))).toEqual([
+      { id: `${batch_id}.1.extras.0`, how: 'skipped' },
+      { id: `${batch_id}.1.extras.1`, how: 'succeeded' },
+    ]);
+    expect(await ctx.waitForEnd(batch_id, LONG)).toMatchObject({ state: 'COMPLETED', succeeded: 1, failed: 0 });
+  }, LONG);
+});
