@@ -9,7 +9,7 @@ import type { Permit, ProcessPermits, StageQueue } from '../ports.js';
 import { SetNeedsSingles, type CreateEntry, type ProcessOutcome } from '../imports/accounts/account.service.js';
 import type { Bundle } from '../imports/batches/batch.schemas.js';
 import type { Services } from '../imports/services.js';
-import { lockImportedAccount, type LockedWrite } from '../imports/shared/imported-account.js';
+import { lockImportedAccount, lockImportedAccounts, pairKey, type ImportedAccount, type LockedWrite } from '../imports/shared/imported-account.js';
 import { supplierFromRow } from '../imports/suppliers/supplier.repository.js';
 import {
   claimItems,
@@ -317,14 +317,15 @@ export function createPipeline(deps: PipelineDeps, services: Services) {
           }),
         );
         const states = await db.transaction().execute(async (trx) => {
-          // Then every write of the set in one transaction, each account's under its own lock, in the REST order.
+          // Then every write of the set in one transaction, under one lock of all its accounts (taken in
+          // id order, so two sets never deadlock on each other), each account's in the REST order.
+          const pairOf = (item: ClaimedItem) => ({ import_supplier: item.supplier_code, external_account_number: item.external_account_number ?? '' });
+          const writing = items.filter((_, k) => (prepared[k]?.length ?? 0) > 0);
+          const accounts = writing.length > 0 ? await lockImportedAccounts(trx, writing.map(pairOf)) : new Map<string, ImportedAccount>();
           for (const [k, item] of items.entries()) {
             const writes = prepared[k];
             if (writes === null || writes === undefined) continue;
-            if (writes.length > 0) {
-              const account = await lockImportedAccount(trx, item.supplier_code, item.external_account_number ?? '');
-              for (const write of writes) await write(trx, account);
-            }
+            for (const write of writes) await write(trx, accounts.get(pairKey(pairOf(item)))!);
             set(item, { kind: 'advance', next: null, account: null });
           }
           return record(trx);

@@ -1,5 +1,5 @@
 import { reaches } from '../../auth/supplier-scope.js';
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import { z } from 'zod';
 import type { Database, Executor, ImportSupplier } from '../../db/database.js';
 import { notFound } from '../../errors.js';
@@ -95,6 +95,43 @@ export async function lockImportedAccount(trx: Executor, supplierCode: string, e
     supplier,
   };
 }
+
+/**
+ * lockImportedAccount for many pairs in one statement, locked in id order: two sets that share
+ * accounts then wait for each other instead of deadlocking. Answers each pair's account by
+ * pairKey; throws the error lockImportedAccount would for the first pair in `pairs` that has no
+ * account, or whose supplier is not Ongoing.
+ */
+export async function lockImportedAccounts(trx: Executor, pairs: readonly AccountPair[]): Promise<Map<string, ImportedAccount>> {
+  // A supplier the request's API key does not reach is one that does not exist.
+  const reachable = pairs.filter((p) => reaches(p.import_supplier));
+  const rows =
+    reachable.length === 0
+      ? []
+      : await trx
+          .selectFrom('accounts as a')
+          .innerJoin('import_suppliers as s', 's.id', 'a.import_supplier_id')
+          .select(['a.id', 'a.number', 'a.external_account_number', 'a.created_at', 'a.last_statement_closing_date', ...SUPPLIER_COLUMNS_JOINED])
+          .where(
+            sql<boolean>`(s.code, a.external_account_number) IN (SELECT * FROM unnest(${reachable.map((p) => p.import_supplier)}::text[], ${reachable.map((p) => p.external_account_number)}::text[]))`,
+          )
+          .orderBy('a.id')
+          .forNoKeyUpdate('a')
+          .execute();
+  const found = new Map(rows.map((row) => [pairKey({ import_supplier: row.supplier_code, external_account_number: row.external_account_number }), row]));
+  const out = new Map<string, ImportedAccount>();
+  for (const pair of pairs) {
+    const row = found.get(pairKey(pair));
+    if (!row) throw notFound('account_not_found', `No imported account for supplier '${pair.import_supplier}' and account '${pair.external_account_number}'.`);
+    const supplier = supplierFromRow(row);
+    assertMigrationOngoing(supplier);
+    out.set(pairKey(pair), { id: row.id, number: row.number, createdAt: row.created_at, lastStatementClosingDate: row.last_statement_closing_date, supplier });
+  }
+  return out;
+}
+
+/** A pair as one string: the key of lockImportedAccounts' answer. */
+export const pairKey = (p: AccountPair): string => JSON.stringify([p.import_supplier, p.external_account_number]);
 
 /** Runs one extras import's writes in a transaction of its own, under the account's lock (the REST door). */
 export function runLocked<T>(db: Kysely<Database>, pair: AccountPair, write: LockedWrite<T>): Promise<T> {
