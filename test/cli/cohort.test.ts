@@ -1,6 +1,6 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpServer } from 'node:http';
-import { createServer } from 'node:net';
+import { freePort } from '../helpers/ports.js';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, test } from 'vitest';
@@ -82,12 +82,7 @@ describe.concurrent('importctl cohort and batch', { timeout: 90_000 }, () => {
   });
 
   test('errors are one line: a missing key or file exits 2; unreachable service, refusals and unknown batches exit 1', async ({ expect }) => {
-    const closedPort = await new Promise<number>((resolve) => {
-      const s = createServer().listen(0, '127.0.0.1', () => {
-        const { port } = s.address() as { port: number };
-        s.close(() => resolve(port));
-      });
-    });
+    const closedPort = await freePort();
     const some = file('some.ndjson', ['{}']);
     const noKey = { IMPORT_API_URL: apiEnv.IMPORT_API_URL! };
     const unknownId = '00000000-0000-4000-8000-000000000000';

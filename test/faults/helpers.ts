@@ -10,6 +10,7 @@ import { addDaysUtc } from '../../src/clock.js';
 import type { GeneratedAccount } from '../../src/cohort/generate.js';
 import { STAGES } from '../../src/queue/contract.js';
 import { pollUntil } from '../helpers/poll.js';
+import { freePort } from '../helpers/ports.js';
 import { accountHoldings, batchItems, countSql, type BatchStatusBody } from '../queue/helpers.js';
 import type { PipelineContext } from '../queue/setup.js';
 import { spawnWorker, type WorkerProcess } from '../queue/worker-process.js';
@@ -206,15 +207,7 @@ export async function flushPrefixAtomically(redisUrl: string, prefix: string): P
   }
 }
 
-/** A loopback port that was free a moment ago. */
-export async function freePort(): Promise<number> {
-  const srv = createServer();
-  srv.listen(0, '127.0.0.1');
-  await once(srv, 'listening');
-  const { port } = srv.address() as AddressInfo;
-  await new Promise<void>((resolve) => srv.close(() => resolve()));
-  return port;
-}
+export { freePort };
 
 /** A "service" on 127.0.0.1 that accepts connections and never says a word: the worst case for a client. */
 export async function startSilentServer(): Promise<{ port: number; url(scheme: string): string; close(): Promise<void> }> {

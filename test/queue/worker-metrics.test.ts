@@ -1,6 +1,6 @@
-import { createServer } from 'node:net';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { pollUntil } from '../helpers/poll.js';
+import { freePort } from '../helpers/ports.js';
 import { createPipelineContext, type PipelineContext } from './setup.js';
 import { spawnWorker, type WorkerProcess } from './worker-process.js';
 
@@ -8,13 +8,6 @@ let ctx: PipelineContext;
 let worker: WorkerProcess | undefined;
 const OPERATOR = { user: 'ops', password: 'operator-password-123' };
 
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 beforeAll(async () => {
   ctx = await createPipelineContext();
