@@ -10,6 +10,7 @@ import { SetNeedsSingles, type CreateEntry, type ProcessOutcome } from '../impor
 import type { Bundle } from '../imports/batches/batch.schemas.js';
 import type { Services } from '../imports/services.js';
 import { lockImportedAccount, lockImportedAccounts, pairKey, type ImportedAccount, type LockedWrite } from '../imports/shared/imported-account.js';
+import { roundsByAccount, runWrites, runWriteSet } from '../imports/shared/write-set.js';
 import { supplierFromRow } from '../imports/suppliers/supplier.repository.js';
 import {
   claimItems,
@@ -320,13 +321,20 @@ export function createPipeline(deps: PipelineDeps, services: Services) {
           // Then every write of the set in one transaction, under one lock of all its accounts (taken in
           // id order, so two sets never deadlock on each other), each account's in the REST order.
           const pairOf = (item: ClaimedItem) => ({ import_supplier: item.supplier_code, external_account_number: item.external_account_number ?? '' });
-          const writing = items.filter((_, k) => (prepared[k]?.length ?? 0) > 0);
-          const accounts = writing.length > 0 ? await lockImportedAccounts(trx, writing.map(pairOf)) : new Map<string, ImportedAccount>();
-          for (const [k, item] of items.entries()) {
-            const writes = prepared[k];
-            if (writes === null || writes === undefined) continue;
-            for (const write of writes) await write(trx, accounts.get(pairKey(pairOf(item)))!);
-            set(item, { kind: 'advance', next: null, account: null });
+          // Each table is written once for the whole set (runWriteSet); an account twice in the set has
+          // its second item in a second round, which sees what the first wrote.
+          const ready = items.flatMap((item, k) => (prepared[k] ? [{ item, writes: prepared[k] }] : []));
+          const writing = ready.filter((r) => r.writes.length > 0);
+          const accounts = writing.length > 0 ? await lockImportedAccounts(trx, writing.map((r) => pairOf(r.item))) : new Map<string, ImportedAccount>();
+          for (const r of ready) if (r.writes.length === 0) set(r.item, { kind: 'advance', next: null, account: null });
+          for (const round of roundsByAccount(writing, (r) => pairKey(pairOf(r.item)))) {
+            const outcomes = await runWriteSet(trx, round.map((r) => ({ account: accounts.get(pairKey(pairOf(r.item)))!, writes: r.writes })));
+            round.forEach((r, j) => {
+              const outcome = outcomes[j]!;
+              if (outcome.ok) set(r.item, { kind: 'advance', next: null, account: null });
+              // An item refused by its own extras keeps none of them and fails alone; anything else is the set's problem.
+              else invalidOrThrow(toAppError(outcome.error), () => fail(r.item, 'extras', toAppError(outcome.error)), outcome.error);
+            });
           }
           return record(trx);
         });
@@ -376,7 +384,7 @@ export function createPipeline(deps: PipelineDeps, services: Services) {
         if (writes.length > 0) {
           await at('extras', async () => {
             const account = await lockImportedAccount(trx, item.supplier_code, item.external_account_number ?? '');
-            for (const write of writes) await write(trx, account);
+            await runWrites(trx, account, writes);
           });
         }
         throw new RollBack();
@@ -446,7 +454,7 @@ const supplierMismatch = (code: string): AppError =>
 const alreadyImportedNumber = (e: AppError): string | null => (e.code === ALREADY_IMPORTED ? String(e.extra.service_account_number) : null);
 
 /** An item's own error is recorded; anything else (a 5xx, a 429) is the set's problem: it runs again one by one. */
-function invalidOrThrow(e: AppError, record: () => void): void {
-  if (!isInvalid(e)) throw e;
+function invalidOrThrow(e: AppError, record: () => void, original: unknown = e): void {
+  if (!isInvalid(e)) throw original;
   record();
 }

@@ -30,6 +30,7 @@ import type { ReferenceData } from '../reference/reference.service.js';
 import { insertAccounts, readAccountTree } from './account-tree.repository.js';
 import type { EmbeddedCounts, EmbeddedExtras } from './embedded-extras.js';
 import type { LockedWrite } from '../shared/imported-account.js';
+import { runWriteSet } from '../shared/write-set.js';
 import { accountView, type ImportedAccountView } from './account-view.js';
 import { makeAccountDataSchema, meterPointIdentifiers, type AccountData } from './account.schemas.js';
 
@@ -519,13 +520,19 @@ export function createAccountService(deps: AccountServiceDeps) {
       ready.map((r, k) => ({ number: numbers[k]!, supplierId: r.supplier.id, teamId: r.team.id, data: r.data, now })),
     );
     await linkAccounts(trx, ready.map((r, k) => ({ processId: r.process.id, accountId: accounts[k]!.id })));
+    // The accounts' own extras, written for all of them together; an account refused by its own extras
+    // fails the round as it always did (all or nothing: the caller then runs its accounts one by one).
+    const withExtras = ready.flatMap((r, k) => {
+      const account = accounts[k]!;
+      const imported = { id: account.id, number: numbers[k]!, createdAt: account.created_at, lastStatementClosingDate: r.data.last_statement_closing_date ?? null, supplier: r.supplier };
+      return r.embedded ? [{ account: imported, writes: [r.embedded] }] : [];
+    });
+    const refused = (await runWriteSet(trx, withExtras)).find((o) => !o.ok);
+    if (refused && !refused.ok) throw refused.error;
     const emails: Array<{ account_id: string; recipient: string }> = [];
     for (const [k, r] of ready.entries()) {
       const account = accounts[k]!;
       const number = numbers[k]!;
-      if (r.embedded) {
-        await r.embedded(trx, { id: account.id, number, createdAt: account.created_at, lastStatementClosingDate: r.data.last_statement_closing_date ?? null, supplier: r.supplier });
-      }
       // The e-mail row commits (or rolls back, as in a dry run) with the account: never one without the other.
       const recipient = r.data.billing_email ?? r.data.customers?.find((c) => c.email)?.email ?? undefined;
       const welcomeEmail = r.supplier.send_customer_emails && recipient !== undefined;

@@ -1,6 +1,7 @@
-import type { Kysely } from 'kysely';
+import { sql, type Insertable, type Kysely } from 'kysely';
 import { formatInstant, type Clock } from '../../clock.js';
-import type { Database, Executor } from '../../db/database.js';
+import { chunkRows } from '../../db/chunked.js';
+import type { AccountNotesTable, Database } from '../../db/database.js';
 import type { DocumentStore } from '../../documents/document-store.js';
 import { AppError, item, type ErrorItem } from '../../errors.js';
 import { supplierForChecks } from '../shared/account-lookup.js';
@@ -8,6 +9,7 @@ import { checkDocument } from '../shared/documents.js';
 import { parseIsoDatetime } from '../shared/fields.js';
 import { assertSameAccount, runLocked, type AccountPair, type ExtrasContext, type LockedWrite } from '../shared/imported-account.js';
 import { issuesToItems, sortByEntry } from '../shared/validation.js';
+import { groupBy, type SetInsert, type SetRead, type Writes } from '../shared/write-set.js';
 import { notesRequestSchema, type NoteInput } from './note.schemas.js';
 
 export interface NoteResult {
@@ -26,6 +28,37 @@ interface StoredNote {
 /** What makes two notes "the same": the body, or for a documents-only note its set of documents. */
 const sameness = (body: string | null | undefined, paths: readonly string[]): string =>
   body ? `b:${body}` : `d:${JSON.stringify([...paths].sort())}`;
+
+/** The notes of each account that could be the same as some of the new ones: by body, by external id, or documents-only. */
+const existingNotes: SetRead<{ accountId: string; bodies: readonly string[]; externalIds: readonly string[] }, StoredNote[]> = {
+  async load(trx, keys) {
+    const ids = [...new Set(keys.map((k) => k.accountId))];
+    const bodies = [...new Set(keys.flatMap((k) => k.bodies))];
+    const externalIds = [...new Set(keys.flatMap((k) => k.externalIds))];
+    const rows = await trx
+      .selectFrom('account_notes')
+      .select(['account_id', 'body', 'document_paths', 'created_at', 'external_id'])
+      .where(sql<boolean>`account_id = any(${ids}::bigint[])`)
+      .where(sql<boolean>`(body is null or body = any(${bodies}::text[]) or external_id = any(${externalIds}::text[]))`)
+      .orderBy('id')
+      .execute();
+    const byAccount = groupBy(rows, (r) => r.account_id);
+    return keys.map((k) => {
+      const b = new Set(k.bodies);
+      const e = new Set(k.externalIds);
+      return (byAccount.get(k.accountId) ?? []).filter((r) => r.body === null || b.has(r.body) || (r.external_id !== null && e.has(r.external_id)));
+    });
+  },
+};
+
+type NoteRow = Insertable<AccountNotesTable>;
+
+/** Notes of every account of a set: one insert (or one per chunk under the parameter limit). */
+export const noteRows: SetInsert<NoteRow> = {
+  async insert(trx, rows) {
+    for (const chunk of chunkRows(rows)) await trx.insertInto('account_notes').values(chunk).execute();
+  },
+};
 
 export interface NoteServiceDeps {
   db: Kysely<Database>;
@@ -76,27 +109,16 @@ export function createNoteService(deps: NoteServiceDeps) {
     const req = parsed.data;
     if (!supplier) throw new AppError(500, 'internal_error', 'Account lookup failed.');
 
-    return (trx, account) => {
+    return (w, account) => {
       assertSameAccount(req.account_number, account);
-      return insertNew(trx, account.id, req.notes, now);
+      return insertNew(w, account.id, req.notes, now);
     };
   }
 
-  async function insertNew(trx: Executor, accountId: string, notes: NoteInput[], now: Date): Promise<NoteResult[]> {
+  async function insertNew(w: Writes, accountId: string, notes: NoteInput[], now: Date): Promise<NoteResult[]> {
     const bodies = [...new Set(notes.flatMap((n) => (n.body ? [n.body] : [])))];
     const externalIds = [...new Set(notes.flatMap((n) => (n.external_id ? [n.external_id] : [])))];
-    const existing: StoredNote[] = await trx
-      .selectFrom('account_notes')
-      .select(['body', 'document_paths', 'created_at', 'external_id'])
-      .where('account_id', '=', accountId)
-      .where((eb) =>
-        eb.or([
-          eb('body', 'is', null),
-          ...(bodies.length ? [eb('body', 'in', bodies)] : []),
-          ...(externalIds.length ? [eb('external_id', 'in', externalIds)] : []),
-        ]),
-      )
-      .execute();
+    const existing = await w.read(existingNotes, { accountId, bodies, externalIds });
     const known = new Map<string, StoredNote[]>();
     // A note with the supplier's own id is the same note as any other with that id, whatever its text.
     const byExternalId = new Map<string, StoredNote>();
@@ -108,8 +130,7 @@ export function createNoteService(deps: NoteServiceDeps) {
     existing.forEach(remember);
 
     const results: NoteResult[] = [];
-    const rows: StoredNote[] = [];
-    const extra: Array<{ is_pinned: boolean; unpin_at: Date | null; is_archived: boolean }> = [];
+    const rows: NoteRow[] = [];
     for (const note of notes) {
       const paths = (note.document_paths ?? []).map((d) => d.document_path);
       const givenAt = note.created_at === undefined ? undefined : parseIsoDatetime(note.created_at)!;
@@ -125,20 +146,16 @@ export function createNoteService(deps: NoteServiceDeps) {
       }
       const stored: StoredNote = { body: note.body ?? null, document_paths: paths, created_at: givenAt ?? now, external_id: note.external_id ?? null };
       remember(stored);
-      rows.push(stored);
-      extra.push({
+      rows.push({
+        account_id: accountId,
+        ...stored,
         is_pinned: note.is_pinned ?? false,
         unpin_at: note.unpin_at === undefined ? null : parseIsoDatetime(note.unpin_at)!,
         is_archived: note.is_archived ?? false,
       });
       results.push({ created_at: formatInstant(stored.created_at), body: stored.body, status: 'NOTE_CREATION_SUCCESS' });
     }
-    if (rows.length > 0) {
-      await trx
-        .insertInto('account_notes')
-        .values(rows.map((r, i) => ({ account_id: accountId, body: r.body, document_paths: r.document_paths, created_at: r.created_at, external_id: r.external_id, ...extra[i]! })))
-        .execute();
-    }
+    w.insert(noteRows, rows);
     return results;
   }
 

@@ -1,6 +1,7 @@
-import type { Kysely } from 'kysely';
+import type { Insertable, Kysely } from 'kysely';
 import { z } from 'zod';
-import type { Database, Executor } from '../../db/database.js';
+import { chunkRows } from '../../db/chunked.js';
+import type { Database, Executor, PaymentInstructionsTable } from '../../db/database.js';
 import { AppError, badRequest, type ErrorItem } from '../../errors.js';
 import { INSTRUCTION_TYPES, PaymentVendorUnavailable, type PaymentVendorClient, type VendorLookup } from '../../vendors/payment-vendor.js';
 import type { ReferenceData } from '../reference/reference.service.js';
@@ -8,6 +9,7 @@ import { findImportedAccountSupplier } from '../shared/account-lookup.js';
 import { choice, crossFieldCheck, dateString, isRecord } from '../shared/fields.js';
 import { accountPairShape, runLocked, type AccountPair, type ExtrasContext, type LockedWrite } from '../shared/imported-account.js';
 import { issuesToItems, parseOrThrow } from '../shared/validation.js';
+import type { SetInsert } from '../shared/write-set.js';
 
 /**
  * The published request (LegacyPaymentInstruction), with the in-account PaymentInstruction's fields too.
@@ -145,11 +147,10 @@ type Request = z.output<typeof paymentInstructionRequestSchema>;
 
 /** The write under the lock: the instruction with the vendor's details, unless the account already holds it (`details` null). */
 function storeInstruction(req: Request, details: unknown): LockedWrite<PaymentInstructionResult> {
-  return async (trx, account) => {
+  return async (w, account) => {
     if (details !== null) {
-      await trx
-        .insertInto('payment_instructions')
-        .values({
+      w.insert(instructionRows, [
+        {
           account_id: account.id,
           vendor: req.vendor,
           reference: req.reference,
@@ -161,13 +162,25 @@ function storeInstruction(req: Request, details: unknown): LockedWrite<PaymentIn
           ledger_code: req.ledger_code ?? null,
           use_for_scheduled_payments: req.use_for_scheduled_payments ?? null,
           valid_from: req.valid_from ?? null,
-        })
+        },
+      ]);
+    }
+    return Promise.resolve({ service_account_number: account.number, reference: req.reference });
+  };
+}
+
+/** Payment instructions of every account of a set: one insert; one the account already holds is left as it is. */
+const instructionRows: SetInsert<Insertable<PaymentInstructionsTable>> = {
+  async insert(trx, rows) {
+    for (const chunk of chunkRows(rows)) {
+      await trx
+        .insertInto('payment_instructions')
+        .values(chunk)
         .onConflict((oc) => oc.columns(['account_id', 'vendor', 'reference']).doNothing())
         .execute();
     }
-    return { service_account_number: account.number, reference: req.reference };
-  };
-}
+  },
+};
 
 /** Whether the account already holds this vendor's reference. */
 async function isStored(db: Executor, req: Request): Promise<boolean> {

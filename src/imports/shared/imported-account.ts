@@ -5,6 +5,7 @@ import type { Database, Executor, ImportSupplier } from '../../db/database.js';
 import { notFound } from '../../errors.js';
 import { SUPPLIER_COLUMNS_JOINED, supplierFromRow } from '../suppliers/supplier.repository.js';
 import { assertMigrationOngoing } from '../suppliers/supplier.rules.js';
+import { runWrites, type LockedWrite } from './write-set.js';
 
 export interface ImportedAccount {
   id: string;
@@ -56,8 +57,7 @@ export interface ExtrasContext {
   fromAccount?: boolean;
 }
 
-/** An extras import's writes, checked and ready: run under the account's lock, in the caller's transaction. */
-export type LockedWrite<T> = (trx: Executor, account: ImportedAccount) => Promise<T>;
+export type { LockedWrite } from './write-set.js';
 
 /**
  * The created account of a pair, locked until the transaction ends so that one account's extras
@@ -135,7 +135,10 @@ export const pairKey = (p: AccountPair): string => JSON.stringify([p.import_supp
 
 /** Runs one extras import's writes in a transaction of its own, under the account's lock (the REST door). */
 export function runLocked<T>(db: Kysely<Database>, pair: AccountPair, write: LockedWrite<T>): Promise<T> {
-  return db.transaction().execute(async (trx) => write(trx, await lockImportedAccount(trx, pair.import_supplier, pair.external_account_number)));
+  return db.transaction().execute(async (trx) => {
+    const [result] = await runWrites(trx, await lockImportedAccount(trx, pair.import_supplier, pair.external_account_number), [write]);
+    return result!;
+  });
 }
 
 /** Carries a dry run's answer out of the transaction it rolls back. */
@@ -149,7 +152,7 @@ class DryRunRollBack<T> extends Error {
 export async function runLockedDry<T>(db: Kysely<Database>, pair: AccountPair, write: LockedWrite<T>): Promise<T> {
   try {
     await db.transaction().execute(async (trx) => {
-      const result = await write(trx, await lockImportedAccount(trx, pair.import_supplier, pair.external_account_number));
+      const [result] = await runWrites(trx, await lockImportedAccount(trx, pair.import_supplier, pair.external_account_number), [write]);
       throw new DryRunRollBack(result);
     });
   } catch (err) {

@@ -1,12 +1,15 @@
-import type { Kysely } from 'kysely';
+import type { Insertable, Kysely } from 'kysely';
 import { utcDate, type Clock } from '../../clock.js';
-import type { Database } from '../../db/database.js';
+import { chunkRows } from '../../db/chunked.js';
+import type { Database, HistoricalStatementsTable } from '../../db/database.js';
 import type { DocumentStore } from '../../documents/document-store.js';
 import { AppError, item, type ErrorItem } from '../../errors.js';
 import { supplierForChecks } from '../shared/account-lookup.js';
 import { checkDocument } from '../shared/documents.js';
 import { runLocked, type AccountPair, type ExtrasContext, type LockedWrite } from '../shared/imported-account.js';
+import { statementPeriods } from '../shared/statement-periods.js';
 import { issuesToItems, sortByEntry } from '../shared/validation.js';
+import type { SetInsert } from '../shared/write-set.js';
 import { makeStatementsRequestSchema, type StatementInput } from './statement.schemas.js';
 
 export type StatementStatus = 'STATEMENT_CREATED' | 'STATEMENT_ALREADY_EXISTS';
@@ -26,6 +29,13 @@ interface Period {
  * next one's bill_period_from_date, as the published examples send them (decisions §1).
  */
 const overlaps = (a: Period, b: Period) => (a.from < b.to && b.from < a.to) || (a.from === b.from && a.to === b.to);
+
+/** Statements of every account of a set: one insert (or one per chunk under the parameter limit). */
+const statementRows: SetInsert<Insertable<HistoricalStatementsTable>> = {
+  async insert(trx, rows) {
+    for (const chunk of chunkRows(rows)) await trx.insertInto('historical_statements').values(chunk).execute();
+  },
+};
 
 export interface StatementServiceDeps {
   db: Kysely<Database>;
@@ -63,12 +73,8 @@ export function createStatementService(deps: StatementServiceDeps) {
     if (!parsed.success) throw new AppError(400, 'invalid_request', 'Invalid request.', sortByEntry(problems, 'statements'));
     const req = parsed.data;
 
-    return async (trx, account) => {
-      const existing = await trx
-        .selectFrom('historical_statements')
-        .select(['statement_id', 'bill_period_from_date as from', 'bill_period_to_date as to'])
-        .where('account_id', '=', account.id)
-        .execute();
+    return async (w, account) => {
+      const existing = await w.read(statementPeriods, account.id);
       const ids = new Set(existing.map((e) => e.statement_id));
       const periods: Array<Period & { id: string }> = existing.map((e) => ({ id: e.statement_id, from: e.from, to: e.to }));
       const out: StatementsResult['statements'] = [];
@@ -95,23 +101,19 @@ export function createStatementService(deps: StatementServiceDeps) {
         out.push({ ...s, status: 'STATEMENT_CREATED' });
       }
       if (problems.length > 0) throw new AppError(400, 'invalid_request', 'Invalid request.', sortByEntry(problems, 'statements'));
-      if (toInsert.length > 0) {
-        await trx
-          .insertInto('historical_statements')
-          .values(
-            toInsert.map((s) => ({
-              account_id: account.id,
-              statement_id: s.statement_id,
-              bill_period_from_date: s.bill_period_from_date,
-              bill_period_to_date: s.bill_period_to_date,
-              issued_date: s.issued_date ?? null,
-              number: s.number ?? null,
-              gross_amount: s.gross_amount ?? null,
-              statement_path: s.statement_path ?? null,
-            })),
-          )
-          .execute();
-      }
+      w.insert(
+        statementRows,
+        toInsert.map((s) => ({
+          account_id: account.id,
+          statement_id: s.statement_id,
+          bill_period_from_date: s.bill_period_from_date,
+          bill_period_to_date: s.bill_period_to_date,
+          issued_date: s.issued_date ?? null,
+          number: s.number ?? null,
+          gross_amount: s.gross_amount ?? null,
+          statement_path: s.statement_path ?? null,
+        })),
+      );
       return { import_supplier: req.import_supplier, external_account_number: req.external_account_number, statements: out };
     };
   }

@@ -1,11 +1,14 @@
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import { addDaysUtc, utcDate, type Clock } from '../../clock.js';
 import { chunkRows } from '../../db/chunked.js';
-import type { Database, Executor } from '../../db/database.js';
+import type { Database } from '../../db/database.js';
 import { AppError, type ErrorItem } from '../../errors.js';
 import { findImportedAccountSupplier } from '../shared/account-lookup.js';
 import { assertSameAccount, runLocked, runLockedDry, type AccountPair, type ExtrasContext, type ImportedAccount, type LockedWrite } from '../shared/imported-account.js';
+import { statementPeriods, type StoredStatementPeriod } from '../shared/statement-periods.js';
 import { issuesToItems, parseOrThrow } from '../shared/validation.js';
+import { groupBy, type SetInsert, type SetRead } from '../shared/write-set.js';
+import { noteRows } from '../notes/note.service.js';
 import type { ReferenceData } from '../reference/reference.service.js';
 import {
   makeTransactionSchema,
@@ -45,17 +48,31 @@ export class TransactionImportError extends AppError {
 export const movedDescription = (original: string): string =>
   `Originally dated ${original}; moved into the current statement period on import`;
 
-/** The first day of the account's open statement period (decisions §3). */
-export async function openPeriodStart(db: Executor, account: Pick<ImportedAccount, 'id' | 'createdAt' | 'lastStatementClosingDate'>): Promise<string> {
-  const { max } = await db
-    .selectFrom('historical_statements')
-    .select((eb) => eb.fn.max('bill_period_to_date').as('max'))
-    .where('account_id', '=', account.id)
-    .executeTakeFirstOrThrow();
-  const closings = [account.lastStatementClosingDate, max as string | null].filter((d): d is string => d !== null);
+/** The first day of the account's open statement period (decisions §3), from the statements it holds. */
+export function openPeriodStart(account: Pick<ImportedAccount, 'createdAt' | 'lastStatementClosingDate'>, statements: readonly StoredStatementPeriod[]): string {
+  const closings = [account.lastStatementClosingDate, ...statements.map((s) => s.to)].filter((d): d is string => d !== null);
   if (closings.length === 0) return utcDate(account.createdAt);
   return addDaysUtc(closings.sort().at(-1)!, 1);
 }
+
+/** Which of each account's given transaction ids it already holds: one statement for the whole set. */
+const storedTransactionIds: SetRead<{ accountId: string; ids: readonly string[] }, Set<string>> = {
+  async load(trx, keys) {
+    const pairs = keys.flatMap((k) => k.ids.map((id) => [k.accountId, id] as const));
+    const rows =
+      pairs.length === 0
+        ? []
+        : await trx
+            .selectFrom('account_transactions')
+            .select(['account_id', 'transaction_id'])
+            .where(
+              sql<boolean>`(account_id, transaction_id) in (select * from unnest(${pairs.map((p) => p[0])}::bigint[], ${pairs.map((p) => p[1])}::text[]))`,
+            )
+            .execute();
+    const byAccount = groupBy(rows, (r) => r.account_id);
+    return keys.map((k) => new Set((byAccount.get(k.accountId) ?? []).map((r) => r.transaction_id)));
+  },
+};
 
 export interface TransactionServiceDeps {
   db: Kysely<Database>;
@@ -87,23 +104,17 @@ export function createTransactionService(deps: TransactionServiceDeps) {
     await deps.reference.refresh();
     const parsed = req.transactions.map((raw, i) => parseOne(transactionSchema, raw, i));
 
-    return async (trx, account) => {
+    return async (w, account) => {
       assertSameAccount(req.account_number, account);
       const today = utcDate(deps.clock.now());
-      const start = await openPeriodStart(trx, account);
       const ids = parsed.flatMap((p) => (p.ok ? [p.tx.transaction_id] : []));
       // Looked up in both modes: with check_previously_added=false a stored id is an error rather than
       // skipped, and knowing it here lets the 400 name the first failing transaction in input order.
-      const existing = new Set<string>();
-      for (const chunk of chunkRows(ids.map((id) => ({ id })))) {
-        const found = await trx
-          .selectFrom('account_transactions')
-          .select('transaction_id')
-          .where('account_id', '=', account.id)
-          .where('transaction_id', 'in', chunk.map((c) => c.id))
-          .execute();
-        for (const r of found) existing.add(r.transaction_id);
-      }
+      // An account's own transactions are never moved, so they need no statement period.
+      const [existing, start] = await Promise.all([
+        w.read(storedTransactionIds, { accountId: account.id, ids }),
+        ctx.fromAccount ? today : w.read(statementPeriods, account.id).then((periods) => openPeriodStart(account, periods)),
+      ]);
 
       const seen = new Set<string>();
       const results: TransactionResult[] = [];
@@ -145,19 +156,21 @@ export function createTransactionService(deps: TransactionServiceDeps) {
         toInsert.push({ tx, date, original, index: i });
         results.push({ status: 'TRANSACTION_ADDED_TO_ACCOUNT', transaction_data: echo(tx, date, original) });
       }
-      await insertTransactions(trx, account.id, toInsert, opts.check_previously_added);
+      w.insert(
+        transactionRows,
+        toInsert.map((t) => ({ accountId: account.id, ...t, checkedPreviouslyAdded: opts.check_previously_added })),
+      );
       const moved = toInsert.filter((t) => t.original !== null);
       if (moved.length > 0) {
-        await trx
-          .insertInto('account_notes')
-          .values({
+        w.insert(noteRows, [
+          {
             account_id: account.id,
             body: `Transactions moved into the current statement period (from ${start}) on import: ${moved.map((m) => `${m.tx.transaction_id} (originally ${m.original})`).join(', ')}.`,
             created_at: deps.clock.now(),
             is_pinned: true,
             origin: 'TRANSACTIONS_MOVED',
-          })
-          .execute();
+          },
+        ]);
       }
       return results;
     };
@@ -203,85 +216,93 @@ function echo(tx: TransactionInput, date?: string, original?: string | null): Re
   return data;
 }
 
-async function insertTransactions(
-  trx: Executor,
-  accountId: string,
-  items: Array<{ tx: TransactionInput; date: string; original: string | null; index: number }>,
-  checkedPreviouslyAdded: boolean,
-): Promise<void> {
-  if (items.length === 0) return;
-  const rows = items.map(({ tx, date, original }) => ({
-    account_id: accountId,
-    transaction_id: tx.transaction_id,
-    type: tx.type,
-    reason: tx.reason ?? null,
-    amount: tx.amount,
-    transaction_date: date,
-    original_transaction_date: original,
-    description: original ? movedDescription(original) : null,
-    reference: tx.reference ?? null,
-    payment_type: tx.payment_type ?? null,
-    display_note: tx.display_note ?? null,
-    note: tx.note ?? null,
-    product_code: tx.product_code ?? null,
-    billing_document_identifier: tx.billing_document_identifier ?? null,
-    to_prepay_meter_serial_number: tx.to_prepay_meter_serial_number ?? null,
-    supply_point_identifier: tx.supply_point_identifier ?? null,
-  }));
-  const inserted: Array<{ id: string; transaction_id: string }> = [];
-  for (const chunk of chunkRows(rows)) {
-    inserted.push(
-      ...(await trx
-        .insertInto('account_transactions')
-        .values(chunk)
-        // The unique key is the last line against a second row (a concurrent request racing this one).
-        .onConflict((oc) => oc.columns(['account_id', 'transaction_id']).doNothing())
-        .returning(['id', 'transaction_id'])
-        .execute()),
-    );
-  }
-  if (inserted.length !== items.length) {
-    const got = new Set(inserted.map((r) => r.transaction_id));
-    const repeat = items.find((t) => !got.has(t.tx.transaction_id))!;
-    throw new TransactionImportError(
-      'duplicate_transaction_id',
-      checkedPreviouslyAdded
-        ? `transaction_id '${repeat.tx.transaction_id}' was added concurrently by another request.`
-        : `transaction_id '${repeat.tx.transaction_id}' was already added to this account.`,
-      `transactions.${repeat.index}.transaction_id`,
-      echo(repeat.tx),
-    );
-  }
-  const rowId = new Map(inserted.map((r) => [r.transaction_id, r.id]));
-  const lineItems = items.flatMap(({ tx }) =>
-    (tx.line_items ?? []).map((li, position) => ({
-      transaction_row_id: rowId.get(tx.transaction_id)!,
-      position,
-      rate_band: li.rate_band ?? null,
-      start_date: li.start_date,
-      end_date: li.end_date,
-      number_of_units: li.number_of_units,
-      net_amount: li.net_amount,
-      price_per_unit: li.price_per_unit ?? null,
-      units: li.units ?? null,
-      external_rate_identifier: li.external_rate_identifier ?? null,
-      rate_specification_code: li.rate_specification_code ?? null,
-      time_series_specification_code: li.time_series_specification_code ?? null,
-      params: li.params === undefined ? null : JSON.stringify(li.params),
-    })),
-  );
-  for (const chunk of chunkRows(lineItems)) await trx.insertInto('transaction_line_items').values(chunk).execute();
-  const taxItems = items.flatMap(({ tx }) =>
-    (tx.tax_items ?? []).map((t, position) => ({
-      transaction_row_id: rowId.get(tx.transaction_id)!,
-      position,
-      amount: t.amount,
-      tax_type: t.tax_type,
-      value_taxed: t.value_taxed,
-      rate: t.rate,
-      unit_type: t.unit_type,
-      params: t.params === undefined ? null : JSON.stringify(t.params),
-    })),
-  );
-  for (const chunk of chunkRows(taxItems)) await trx.insertInto('transaction_tax_items').values(chunk).execute();
+interface TransactionRow {
+  accountId: string;
+  tx: TransactionInput;
+  date: string;
+  original: string | null;
+  index: number;
+  checkedPreviouslyAdded: boolean;
 }
+
+/** Transactions of every account of a set, with their line and tax items: one insert per table (or per chunk). */
+const transactionRows: SetInsert<TransactionRow> = {
+  async insert(trx, items) {
+    const rows = items.map(({ accountId, tx, date, original }) => ({
+      account_id: accountId,
+      transaction_id: tx.transaction_id,
+      type: tx.type,
+      reason: tx.reason ?? null,
+      amount: tx.amount,
+      transaction_date: date,
+      original_transaction_date: original,
+      description: original ? movedDescription(original) : null,
+      reference: tx.reference ?? null,
+      payment_type: tx.payment_type ?? null,
+      display_note: tx.display_note ?? null,
+      note: tx.note ?? null,
+      product_code: tx.product_code ?? null,
+      billing_document_identifier: tx.billing_document_identifier ?? null,
+      to_prepay_meter_serial_number: tx.to_prepay_meter_serial_number ?? null,
+      supply_point_identifier: tx.supply_point_identifier ?? null,
+    }));
+    const inserted: Array<{ id: string; account_id: string; transaction_id: string }> = [];
+    for (const chunk of chunkRows(rows)) {
+      inserted.push(
+        ...(await trx
+          .insertInto('account_transactions')
+          .values(chunk)
+          // The unique key is the last line against a second row (a concurrent request racing this one).
+          .onConflict((oc) => oc.columns(['account_id', 'transaction_id']).doNothing())
+          .returning(['id', 'account_id', 'transaction_id'])
+          .execute()),
+      );
+    }
+    // Matched by (account, transaction id): PostgreSQL does not promise RETURNING in VALUES order.
+    const rowKey = (accountId: string, transactionId: string) => `${accountId}\u0000${transactionId}`;
+    const rowId = new Map(inserted.map((r) => [rowKey(r.account_id, r.transaction_id), r.id]));
+    if (inserted.length !== items.length) {
+      const repeat = items.find((t) => !rowId.has(rowKey(t.accountId, t.tx.transaction_id)))!;
+      throw new TransactionImportError(
+        'duplicate_transaction_id',
+        repeat.checkedPreviouslyAdded
+          ? `transaction_id '${repeat.tx.transaction_id}' was added concurrently by another request.`
+          : `transaction_id '${repeat.tx.transaction_id}' was already added to this account.`,
+        `transactions.${repeat.index}.transaction_id`,
+        echo(repeat.tx),
+      );
+    }
+    const idOf = (t: TransactionRow) => rowId.get(rowKey(t.accountId, t.tx.transaction_id))!;
+    const lineItems = items.flatMap((t) =>
+      (t.tx.line_items ?? []).map((li, position) => ({
+        transaction_row_id: idOf(t),
+        position,
+        rate_band: li.rate_band ?? null,
+        start_date: li.start_date,
+        end_date: li.end_date,
+        number_of_units: li.number_of_units,
+        net_amount: li.net_amount,
+        price_per_unit: li.price_per_unit ?? null,
+        units: li.units ?? null,
+        external_rate_identifier: li.external_rate_identifier ?? null,
+        rate_specification_code: li.rate_specification_code ?? null,
+        time_series_specification_code: li.time_series_specification_code ?? null,
+        params: li.params === undefined ? null : JSON.stringify(li.params),
+      })),
+    );
+    for (const chunk of chunkRows(lineItems)) await trx.insertInto('transaction_line_items').values(chunk).execute();
+    const taxItems = items.flatMap((t) =>
+      (t.tx.tax_items ?? []).map((tax, position) => ({
+        transaction_row_id: idOf(t),
+        position,
+        amount: tax.amount,
+        tax_type: tax.tax_type,
+        value_taxed: tax.value_taxed,
+        rate: tax.rate,
+        unit_type: tax.unit_type,
+        params: tax.params === undefined ? null : JSON.stringify(tax.params),
+      })),
+    );
+    for (const chunk of chunkRows(taxItems)) await trx.insertInto('transaction_tax_items').values(chunk).execute();
+  },
+};
