@@ -19,8 +19,19 @@ export class FakeClock implements Clock {
   }
 }
 
+const DAY_MS = 86_400_000;
+/** The last day asked for: the date rules ask for "today" thousands of times a second, nearly always the same day. */
+let lastDay = { start: NaN, text: '' };
+
 /** The calendar date in UTC (YYYY-MM-DD): "today" for every date rule, whatever the server's zone. */
-export const utcDate = (d: Date): string => d.toISOString().slice(0, 10);
+export function utcDate(d: Date): string {
+  const ms = d.getTime();
+  if (ms >= lastDay.start && ms < lastDay.start + DAY_MS) return lastDay.text;
+  const text = d.toISOString().slice(0, 10);
+  // Only days with a four-digit year have a UTC midnight that Date.UTC gives directly; others are not remembered.
+  if (Number.isFinite(ms) && /^\d{4}-/.test(text)) lastDay = { start: ms - (((ms % DAY_MS) + DAY_MS) % DAY_MS), text };
+  return text;
+}
 
 /** The interface's datetime form, `YYYY-MM-DDTHH:MM:SSZ` (UTC, whole seconds). */
 export const formatDatetime = (d: Date): string => d.toISOString().replace(/\.\d{3}Z$/, 'Z');
