@@ -5,7 +5,7 @@ import type { Database, Executor, ImportSupplier } from '../../db/database.js';
 import { notFound } from '../../errors.js';
 import { SUPPLIER_COLUMNS_JOINED, supplierFromRow } from '../suppliers/supplier.repository.js';
 import { assertMigrationOngoing } from '../suppliers/supplier.rules.js';
-import { runWrites, type LockedWrite } from './write-set.js';
+import { runWrites, type SetWrite } from './write-set.js';
 
 export interface ImportedAccount {
   id: string;
@@ -57,7 +57,8 @@ export interface ExtrasContext {
   fromAccount?: boolean;
 }
 
-export type { LockedWrite } from './write-set.js';
+/** An extras import's writes, checked and ready: run under the account's lock, in the caller's transaction (a set of accounts' at once: write-set.ts). */
+export type LockedWrite<T> = SetWrite<T, ImportedAccount>;
 
 /**
  * The created account of a pair, locked until the transaction ends so that one account's extras

@@ -1,6 +1,5 @@
 import DataLoader from 'dataloader';
 import type { Executor } from '../../db/database.js';
-import type { ImportedAccount } from './imported-account.js';
 
 /**
  * The extras writes of a set of accounts in one transaction, with one statement per kind of read
@@ -37,15 +36,15 @@ export interface Writes {
   insert<R>(into: SetInsert<R>, rows: readonly R[]): void;
 }
 
-/** An extras import's writes, checked and ready: run under the account's lock, in the caller's transaction. */
-export type LockedWrite<T> = (w: Writes, account: ImportedAccount) => Promise<T>;
+/** One account's write in a set: what it may do, and the account (as the caller locked it). */
+export type SetWrite<T, A> = (w: Writes, account: A) => Promise<T>;
 
 export type WriteOutcome<T> = { ok: true; results: T[] } | { ok: false; error: unknown };
 
-export interface SetEntry<T> {
-  account: ImportedAccount;
+export interface SetEntry<T, A extends { id: string }> {
+  account: A;
   /** Run in order; all or nothing for the account. */
-  writes: ReadonlyArray<LockedWrite<T>>;
+  writes: ReadonlyArray<SetWrite<T, A>>;
 }
 
 /**
@@ -53,7 +52,7 @@ export interface SetEntry<T> {
  * rows of the entries that succeeded. An entry's own failure is its outcome; a failed insert throws
  * (the transaction is then the caller's to roll back). Accounts must be distinct (see above).
  */
-export async function runWriteSet<T>(trx: Executor, entries: ReadonlyArray<SetEntry<T>>): Promise<Array<WriteOutcome<T>>> {
+export async function runWriteSet<T, A extends { id: string }>(trx: Executor, entries: ReadonlyArray<SetEntry<T, A>>): Promise<Array<WriteOutcome<T>>> {
   const seen = new Set<string>();
   for (const e of entries) {
     if (seen.has(e.account.id)) throw new Error(`runWriteSet: account ${e.account.id} appears twice in one set`);
@@ -104,7 +103,7 @@ export async function runWriteSet<T>(trx: Executor, entries: ReadonlyArray<SetEn
 }
 
 /** One account's writes as a set of one (the REST door): its own failure is thrown. */
-export async function runWrites<T>(trx: Executor, account: ImportedAccount, writes: ReadonlyArray<LockedWrite<T>>): Promise<T[]> {
+export async function runWrites<T, A extends { id: string }>(trx: Executor, account: A, writes: ReadonlyArray<SetWrite<T, A>>): Promise<T[]> {
   const [outcome] = await runWriteSet(trx, [{ account, writes }]);
   if (!outcome!.ok) throw outcome!.error;
   return outcome!.results;
