@@ -67,6 +67,10 @@ export function startWorkers(deps: Deps, services: Services, opts: StartWorkersO
     workers,
     close(graceMs = config.workerShutdownGraceMs) {
       closing ??= (async () => {
+        // A worker closed while its blocking connection is still connecting makes BullMQ emit that
+        // connection's failure after the worker has dropped its listeners: an uncaught 'error' that
+        // ended the process with exit 1 instead of a clean stop (SIGTERM right after start-up).
+        await within(2_000, Promise.allSettled(workers.map((w) => w.waitUntilReady())));
         const finished = await within(graceMs, Promise.allSettled(workers.map((w) => w.close())));
         if (!finished) {
           log.warn({ graceMs }, 'active jobs did not finish within the grace period; closing hard (they will run again)');
