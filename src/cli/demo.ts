@@ -30,6 +30,7 @@ import { QUEUE_NAMES } from '../queue/contract.js';
 import { startWorkers } from '../queue/workers.js';
 import { checkPostgres, checkRedis, StartupError } from '../startup-checks.js';
 import { startSandboxVendor } from '../vendors/sandbox-vendor.js';
+import { LocalServiceError, startEmbeddedPostgres, startLocalRedis, type LocalServer } from '../dev/local-services.js';
 import { main as importctl } from './importctl.js';
 
 const SUPPLIER = 'DEMO';
@@ -51,18 +52,77 @@ async function answers(url: string): Promise<boolean> {
   }
 }
 
+/** The demo's own PostgreSQL cluster when DATABASE_URL is unset: kept (git-ignored) so a second run starts in a second. */
+const DEMO_POSTGRES_DIR = path.resolve(process.env.DEMO_POSTGRES_DIR || path.join(import.meta.dirname, '..', '..', 'var', 'demo', 'postgres'));
+
+/** What main() has started, stopped in order at the end, on Ctrl-C or on SIGTERM: whichever comes first. */
+const stops: Array<() => Promise<unknown>> = [];
+const local: LocalServer[] = [];
+let stopping: Promise<void> | undefined;
+const stopAll = (): Promise<void> =>
+  (stopping ??= (async () => {
+    for (const stop of stops) await stop().catch(() => undefined);
+    // The servers the demo started come last: everything above may still be using them.
+    await Promise.all(local.map((s) => s.stop().catch(() => undefined)));
+  })());
+
+function onSignal(signal: NodeJS.Signals): void {
+  const code = signal === 'SIGINT' ? 130 : 143;
+  if (stopping) {
+    // A second signal: do not wait any longer, but leave no server behind.
+    for (const s of local) s.kill();
+    process.exit(code);
+  }
+  // While the upload waits on the batch, importctl answers Ctrl-C itself (names the batch, returns
+  // 130) and main's own clean-up then stops the rest.
+  if (signal === 'SIGINT' && process.listenerCount('SIGINT') > 1) return;
+  void stopAll().finally(() => process.exit(code));
+}
+
+/** A folder under the working directory as a relative path, any other as it is. */
+const shortPath = (p: string): string => (path.relative(process.cwd(), p).startsWith('..') ? p : path.relative(process.cwd(), p) || '.');
+
+/** PostgreSQL and Redis from the environment; each one not configured is started here (docs/local-services.md). */
+async function services(env: NodeJS.ProcessEnv): Promise<NodeJS.ProcessEnv> {
+  const out = { ...env };
+  if (!out.DATABASE_URL) {
+    const started = Date.now();
+    const pg = await startEmbeddedPostgres({ dir: DEMO_POSTGRES_DIR, keep: true, database: 'data_import', settings: ['synchronous_commit=off'] });
+    local.push(pg);
+    out.DATABASE_URL = pg.url;
+    console.log(`DATABASE_URL is unset: embedded PostgreSQL started in ${shortPath(DEMO_POSTGRES_DIR)} (${String(Date.now() - started)} ms)`);
+  }
+  if (!out.REDIS_URL) {
+    const redis = await startLocalRedis();
+    local.push(redis);
+    out.REDIS_URL = redis.url;
+    console.log('REDIS_URL is unset: redis-server started on a free 127.0.0.1 port (no persistence)');
+  }
+  return out;
+}
+
 async function main(): Promise<number> {
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  let env: NodeJS.ProcessEnv;
+  try {
+    env = await services(process.env);
+  } catch (err) {
+    if (!(err instanceof LocalServiceError)) throw err;
+    console.error(err.message);
+    return 1;
+  }
   const vendor = await startSandboxVendor({ port: VENDOR_PORT }).catch(() => startSandboxVendor());
   const vendorsJson = JSON.stringify({ sandbox: { base_url: vendor.baseUrl, api_key: vendor.apiKey } });
   const config = loadConfig({
-    ...process.env,
+    ...env,
     // Tokens of this run are signed with a secret of its own, never the published development one,
     // so the demo needs no setup whatever NODE_ENV says (unset means production).
     TOKEN_SECRET: process.env.TOKEN_SECRET || randomBytes(32).toString('base64url'),
     PAYMENT_VENDORS: process.env.PAYMENT_VENDORS ?? vendorsJson,
     LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn',
   });
-  const stops: Array<() => Promise<unknown>> = [() => vendor.close()];
+  stops.push(() => vendor.close());
   const work = await mkdtemp(path.join(tmpdir(), 'di-demo-'));
   stops.push(() => rm(work, { recursive: true, force: true }));
   try {
@@ -117,7 +177,7 @@ async function main(): Promise<number> {
     const code = await importctl(['cohort', 'upload', file, '--supplier', SUPPLIER, '--team', TEAM, '--url', base, '--api-key', key.key], {
       out: (s) => process.stdout.write(s),
       err: (s) => process.stderr.write(s),
-      env: process.env,
+      env,
       streams: { stdout: process.stdout, stderr: process.stderr },
     });
     console.log('');
@@ -126,7 +186,7 @@ async function main(): Promise<number> {
     console.log(`This run's API key for ${SUPPLIER} (importctl batch … --api-key): ${key.key}`);
     return code;
   } finally {
-    for (const stop of stops) await stop().catch(() => undefined);
+    await stopAll();
   }
 }
 
@@ -138,4 +198,4 @@ main().then(
     console.error(`demo failed: ${err instanceof Error ? err.message : String(err)}`);
     process.exitCode = 1;
   },
-);
+).finally(() => stopAll());
