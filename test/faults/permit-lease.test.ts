@@ -11,6 +11,13 @@ import { batchItems } from '../queue/helpers.js';
 import { createPipelineContext, type PipelineContext } from '../queue/setup.js';
 import { startTcpProxy, type TcpProxy } from './helpers.js';
 
+/** The test Redis (with its credentials, if any) reached through the proxy's port instead. */
+function throughProxy(port: number): string {
+  const url = new URL(redisUrl());
+  url.host = `127.0.0.1:${String(port)}`;
+  return url.toString();
+}
+
 /**
  * Issue 10, item 11: a processing permit whose lease was lost during a stall (Redis unreachable, or
  * the event loop blocked, longer than PROCESS_PERMIT_TTL_MS) must not let more accounts commit than
@@ -74,7 +81,7 @@ describe('the semaphore: a holder that stalls past its lease', () => {
     const TTL = 1_000;
     const proxy = await startTcpProxy(Number(new URL(redisUrl()).port || 6379));
     cleanups.push(() => proxy.close());
-    const a = track(instance(`redis://127.0.0.1:${proxy.port}`, prefix, LIMIT, TTL));
+    const a = track(instance(throughProxy(proxy.port), prefix, LIMIT, TTL));
     const b = track(instance(redisUrl(), prefix, LIMIT, TTL));
     const c = track(instance(redisUrl(), prefix, LIMIT, TTL));
     await Promise.all([ready(a.redis), ready(b.redis), ready(c.redis)]);
@@ -122,7 +129,7 @@ describe('the semaphore: a holder that stalls past its lease', () => {
       // Each generation's instances reach Redis through a proxy of their own, cut once they hold every permit.
       const proxy = await startTcpProxy(Number(new URL(redisUrl()).port || 6379));
       cleanups.push(() => proxy.close());
-      const generation = Array.from({ length: LIMIT }, () => track(instance(`redis://127.0.0.1:${proxy.port}`, prefix, LIMIT, TTL)));
+      const generation = Array.from({ length: LIMIT }, () => track(instance(throughProxy(proxy.port), prefix, LIMIT, TTL)));
       await Promise.all(generation.map((i) => ready(i.redis)));
       for (const [k, i] of generation.entries()) {
         const p = await acquireWhenFree(i.permits, `generation ${g}, holder ${k} to get a permit`);
@@ -197,7 +204,7 @@ describe('REST process (PROCESS_CONCURRENCY_LIMIT=1): an account whose permit wa
   beforeAll(async () => {
     // The service reaches Redis through a proxy this test can cut; "another instance" reaches it directly.
     proxy = await startTcpProxy(Number(new URL(redisUrl()).port || 6379));
-    ctx = await createTestContext({ env: { REDIS_URL: `redis://127.0.0.1:${proxy.port}`, PROCESS_CONCURRENCY_LIMIT: '1', PROCESS_PERMIT_TTL_MS: String(TTL) } });
+    ctx = await createTestContext({ env: { REDIS_URL: throughProxy(proxy.port), PROCESS_CONCURRENCY_LIMIT: '1', PROCESS_PERMIT_TTL_MS: String(TTL) } });
     await ctx.createSupplier(S);
     await ctx.createTeam(TEAM);
     auth = await ctx.authHeaders();
@@ -270,7 +277,7 @@ describe('the pipeline (PROCESS_CONCURRENCY_LIMIT=1): a process job whose permit
 
   beforeAll(async () => {
     proxy = await startTcpProxy(Number(new URL(redisUrl()).port || 6379));
-    ctx = await createPipelineContext({ env: { REDIS_URL: `redis://127.0.0.1:${proxy.port}`, PROCESS_CONCURRENCY_LIMIT: '1', PROCESS_PERMIT_TTL_MS: String(TTL) } });
+    ctx = await createPipelineContext({ env: { REDIS_URL: throughProxy(proxy.port), PROCESS_CONCURRENCY_LIMIT: '1', PROCESS_PERMIT_TTL_MS: String(TTL) } });
     await ctx.createSupplier(S, { documentsRoot: 'lease' });
     await ctx.createTeam(TEAM);
     other = instance(redisUrl(), ctx.config.redisPrefix, 1, TTL);
