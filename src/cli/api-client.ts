@@ -2,6 +2,7 @@ import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import type { BatchState } from '../db/database.js';
 import type { BatchStatus, ItemView, StageCounts } from '../imports/batches/batch.service.js';
+import type { ReconciliationReport } from '../imports/batches/reconciliation.js';
 import { STAGES, type Stage } from '../queue/contract.js';
 
 /** Something the operator must fix on their side (no API key, a URL that is not one): exit 2. */
@@ -32,7 +33,7 @@ export class ApiError extends Error {
 
 export const STAGE_NAMES = STAGES;
 export type StageName = Stage;
-export type { BatchState, BatchStatus, StageCounts };
+export type { BatchState, BatchStatus, ReconciliationReport, StageCounts };
 
 export interface ErrorEnvelope {
   detail?: string;
@@ -175,6 +176,18 @@ export class ApiClient {
     const res = await this.#authorized('GET', `${batchPath(batchId)}items/?state=failed`, { headers: { accept: 'text/csv' } });
     if (!res.ok) await this.#refuse(res);
     // Node's web stream is async-iterable, which the DOM-shaped type does not declare.
+    return (res.body ?? (async function* () {})()) as AsyncIterable<Uint8Array>;
+  }
+
+  /** The batch's reconciliation report (the first 10,000 differences; the CSV has them all). */
+  reconciliation(batchId: string): Promise<ReconciliationReport> {
+    return this.#call('GET', `${batchPath(batchId)}reconciliation/`, {});
+  }
+
+  /** Every difference of the reconciliation as the service's CSV, as a byte stream. */
+  async reconciliationCsv(batchId: string): Promise<AsyncIterable<Uint8Array>> {
+    const res = await this.#authorized('GET', `${batchPath(batchId)}reconciliation/`, { headers: { accept: 'text/csv' } });
+    if (!res.ok) await this.#refuse(res);
     return (res.body ?? (async function* () {})()) as AsyncIterable<Uint8Array>;
   }
 

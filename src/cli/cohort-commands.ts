@@ -15,6 +15,7 @@ import {
   STAGE_NAMES,
   type BatchItem,
   type BatchStatus,
+  type ReconciliationReport,
   type StageCounts,
 } from './api-client.js';
 
@@ -159,6 +160,39 @@ Exit status:
       }
       printFailures(out, await client.failures(id));
       return EXIT_OK;
+    }),
+  );
+  withApiOptions(
+    batch
+      .command('reconcile-report')
+      .description('What the file carried for the succeeded items against what the database holds: counts and exact sums, then every difference by account.')
+      .argument('<batch_id>', 'the id upload printed', batchId)
+      .option('--csv', "every difference as the service's CSV instead")
+      .option('--json', 'the report as the service answers it')
+      .addHelpText(
+        'after',
+        `
+Exit status:
+  0    balanced: everything the file carried for its succeeded items is held as it was sent
+       (with --csv: the differences were written, however many)
+  1    differences were found, or the service refused or could not be reached`,
+      ),
+  ).action((id: string, opts: ApiOpts & { csv?: boolean; json?: boolean }) =>
+    run(async (config) => {
+      const client = clientFor(opts, config);
+      if (opts.csv) {
+        const writer = stdoutWriter(io);
+        const decoder = new TextDecoder();
+        for await (const chunk of await client.reconciliationCsv(id)) {
+          if (!(await writer.write(decoder.decode(chunk, { stream: true })))) return EXIT_OK;
+        }
+        await writer.write(decoder.decode());
+        return EXIT_OK;
+      }
+      const report = await client.reconciliation(id);
+      if (opts.json) out(JSON.stringify(report, null, 2));
+      else printReconciliation(out, report);
+      return report.balanced ? EXIT_OK : EXIT_FAILED;
     }),
   );
   withApiOptions(
@@ -416,6 +450,27 @@ function printFailures(out: (line?: string) => void, items: BatchItem[]): void {
     }
   }
   table(out, ['LINE', 'ACCOUNT', 'STAGE', 'CODE', 'ATTR', 'DETAIL'], rows);
+}
+
+function printReconciliation(out: (line?: string) => void, r: ReconciliationReport): void {
+  const t = r.totals;
+  out(`batch ${r.batch_id} (${r.import_supplier}, ${r.state}): ${t.items_succeeded} succeeded item(s), ${r.balanced ? 'balanced' : `${r.differences_total} difference(s)`}`);
+  const rows: string[][] = [
+    ['accounts', String(t.accounts.file), String(t.accounts.database), '', ''],
+    ['notes', String(t.notes.file), String(t.notes.database), '', ''],
+    ['statements (gross amount)', String(t.statements.file), String(t.statements.database), t.statements.gross_amount.file, t.statements.gross_amount.database],
+    ['payment instructions', String(t.payment_instructions.file), String(t.payment_instructions.database), '', ''],
+    ...t.transactions.map((x) => [`transactions ${x.type}`, String(x.file.count), String(x.database.count), x.file.amount, x.database.amount]),
+  ];
+  table(out, ['', 'FILE', 'DATABASE', 'FILE AMOUNT', 'DATABASE AMOUNT'], rows);
+  if (r.differences.length === 0) return;
+  out('');
+  table(
+    out,
+    ['LINE', 'ACCOUNT', 'NUMBER', 'KIND', 'IDENTIFIER', 'PROBLEM', 'FILE', 'DATABASE'],
+    r.differences.map((d) => [String(d.line), d.external_account_number ?? '-', d.service_account_number ?? '-', d.kind, oneLine(d.identifier), d.problem, oneLine(d.file ?? '-'), oneLine(d.database ?? '-')]),
+  );
+  if (r.differences_total > r.differences.length) out(`… and ${r.differences_total - r.differences.length} more: importctl batch reconcile-report ${r.batch_id} --csv`);
 }
 
 // ---- progress -------------------------------------------------------------------------------

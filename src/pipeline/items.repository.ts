@@ -113,6 +113,29 @@ export async function listItems(db: Executor, batchId: string, states: readonly 
     .execute();
 }
 
+/** A succeeded item with its bundle and the id of the account it holds (null when that account is not there). */
+export interface SucceededBundle {
+  line: number;
+  external_account_number: string | null;
+  service_account_number: string | null;
+  account_id: string | null;
+  bundle: unknown;
+}
+
+/** One page of a batch's succeeded items in line order, after `afterLine`, each with its bundle and account (reconciliation). */
+export async function listSucceededBundles(db: Executor, batchId: string, afterLine: number, limit: number): Promise<SucceededBundle[]> {
+  return db
+    .selectFrom('batch_items as i')
+    .leftJoin('accounts as a', (j) => j.onRef('a.number', '=', 'i.service_account_number').onRef('a.external_account_number', '=', 'i.external_account_number'))
+    .select(['i.line', 'i.external_account_number', 'i.service_account_number', 'a.id as account_id', 'i.bundle'])
+    .where('i.batch_id', '=', batchId)
+    .where('i.state', '=', 'succeeded')
+    .where('i.line', '>', afterLine)
+    .orderBy('i.line')
+    .limit(limit)
+    .execute();
+}
+
 /**
  * Sends failed items back to where they failed, in a new round (a fresh job id); parse failures
  * cannot be retried. Only the given external account numbers, when given. Answers how many.

@@ -956,6 +956,17 @@ const GET_ROUTES: GetRoute[] = [
       })
       .map((c) => ({ path: `/v1/data-import/batches/${c.id}/items${c.slash}`, query: [...c.state, ...c.size, ...c.cursor, ...c.extra], accept: c.accept })),
   },
+  {
+    route: '/v1/data-import/batches/:batch_id/reconciliation/',
+    request: fc
+      .record({
+        id: batchIdArb(() => retryBatchId),
+        slash: trailing,
+        extra: fc.oneof({ weight: 4, arbitrary: noPairs }, { weight: 1, arbitrary: extraQuery }),
+        accept: fc.constantFrom(undefined, 'application/json', 'text/csv', 'text/csv; charset=utf-8', '*/*', 'text/html'),
+      })
+      .map((c) => ({ path: `/v1/data-import/batches/${c.id}/reconciliation${c.slash}`, query: c.extra, accept: c.accept })),
+  },
 ];
 
 describe('fuzz: GET endpoints (path and query parameters)', () => {

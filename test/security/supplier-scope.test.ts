@@ -112,6 +112,7 @@ const CASES: Array<{ route: string; call: (target: string) => Call }> = [
 const BATCH_CASES: Array<{ route: string; call: (batch: string) => Call }> = [
   { route: 'GET /v1/data-import/batches/:batch_id/', call: (b) => ({ method: 'GET', url: `/v1/data-import/batches/${b}/` }) },
   { route: 'GET /v1/data-import/batches/:batch_id/items/', call: (b) => ({ method: 'GET', url: `/v1/data-import/batches/${b}/items/` }) },
+  { route: 'GET /v1/data-import/batches/:batch_id/reconciliation/', call: (b) => ({ method: 'GET', url: `/v1/data-import/batches/${b}/reconciliation/` }) },
   { route: 'POST /v1/data-import/batches/:batch_id/retry/', call: (b) => ({ method: 'POST', url: `/v1/data-import/batches/${b}/retry/`, payload: {} }) },
   { route: 'POST /v1/data-import/batches/:batch_id/cancel/', call: (b) => ({ method: 'POST', url: `/v1/data-import/batches/${b}/cancel/`, payload: {} }) },
 ];

@@ -16,6 +16,7 @@ import { issuesToItems } from '../shared/validation.js';
 import { findBatch, type BatchRow } from './batch.repository.js';
 import { bundleSchema, type ItemStateFilter } from './batch.schemas.js';
 import { readLines, TooManyBytes } from './line-reader.js';
+import { reconcileBatch, type Difference, type ReconciliationReport } from './reconciliation.js';
 
 const INSERT_CHUNK = 250;
 export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -272,7 +273,17 @@ export function createBatchService(deps: BatchServiceDeps) {
     return { batches: running.length, openItems, jobsRecreated };
   }
 
-  return { upload, status, items, retry, cancel, list, reconcile, mustFind };
+  /**
+   * The batch's reconciliation: what its file carried for its succeeded items against what the
+   * database holds (reconciliation.ts). A dry-run batch wrote nothing, so there is nothing to reconcile.
+   */
+  async function reconciliation(batchId: string, opts: { limit?: number; onDifference?: (d: Difference) => void | Promise<void> } = {}): Promise<ReconciliationReport> {
+    const batch = await mustFind(batchId);
+    if (batch.dry_run) throw badRequest('batch_is_dry_run', `Batch '${batchId}' is a dry run: it wrote nothing to reconcile.`);
+    return reconcileBatch(deps.db, batch, opts);
+  }
+
+  return { upload, status, items, retry, cancel, list, reconcile, reconciliation, mustFind };
 }
 
 export type BatchService = ReturnType<typeof createBatchService>;
