@@ -1,5 +1,11 @@
 import type { FastifyInstance } from 'fastify';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { sql } from 'kysely';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { PipelineObserver } from './pipeline/pipeline.js';
+import { projectRoot } from './project-root.js';
+import { within } from './timeout.js';
 import type { Deps } from './deps.js';
 
 /** The queue states reported by `di_queue_jobs` (BullMQ adds `paused` whenever `waiting` is asked for). */
@@ -7,19 +13,29 @@ export const REPORTED_JOB_STATES = ['waiting', 'active', 'delayed', 'completed',
 
 export type JobOutcome = 'completed' | 'failed' | 'delayed';
 
+const DEPENDENCY_TIMEOUT_MS = 1_000;
+
 /** Label for requests no route matched: raw URLs would let any client mint new series. */
 export const UNMATCHED_ROUTE = 'unmatched';
 
 /** The service's Prometheus metrics, on a registry of its own. */
 export interface Metrics {
   readonly registry: Registry;
+  /** Counts the pipeline's recorded steps and closed batches (give it to startWorkers). */
+  readonly pipelineObserver: PipelineObserver;
   /** Called by the queue workers once per job attempt. */
   observeJob(queue: string, outcome: JobOutcome, seconds: number): void;
   /** Adds the onResponse hook timing every request; call it on the root instance, before routes are registered. */
   installHttpHook(app: FastifyInstance): void;
 }
 
-export function createMetrics(deps: Pick<Deps, 'queues' | 'permits'>): Metrics {
+/** This build: the package's version, and the commit when the build says which (BUILD_COMMIT, else GIT_COMMIT). */
+const BUILD = {
+  version: (JSON.parse(readFileSync(path.join(projectRoot, 'package.json'), 'utf8')) as { version: string }).version,
+  commit: process.env.BUILD_COMMIT || process.env.GIT_COMMIT || 'unknown',
+};
+
+export function createMetrics(deps: Pick<Deps, 'queues' | 'permits' | 'db' | 'redis'>): Metrics {
   // A registry per call, never the global one, so tests (and several apps in one process) don't collide.
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
@@ -92,8 +108,71 @@ export function createMetrics(deps: Pick<Deps, 'queues' | 'permits'>): Metrics {
     registers: [registry],
   });
 
+  const items = new Counter({
+    name: 'di_items_total',
+    help: 'Batch items whose step was recorded, by supplier, stage, outcome (passed: sent on; succeeded: done; failed) and error code.',
+    labelNames: ['supplier', 'stage', 'outcome', 'code', 'dry_run'] as const,
+    registers: [registry],
+  });
+
+  const batchDuration = new Histogram({
+    name: 'di_batch_duration_seconds',
+    help: 'From upload to the end of a batch this process closed, by supplier and final state.',
+    labelNames: ['supplier', 'state'] as const,
+    buckets: [10, 30, 60, 120, 300, 600, 1800, 3600, 7200, 14_400, 43_200, 86_400],
+    registers: [registry],
+  });
+
+  new Gauge({
+    name: 'di_build_info',
+    help: 'Always 1; the labels say which build and Node.js this process runs.',
+    labelNames: ['version', 'commit', 'node_version'] as const,
+    registers: [registry],
+    collect() {
+      this.set({ version: BUILD.version, commit: BUILD.commit, node_version: process.version }, 1);
+    },
+  });
+
+  new Gauge({
+    name: 'di_batches_running',
+    help: 'Batches in state RUNNING, read from PostgreSQL at scrape time.',
+    registers: [registry],
+    async collect() {
+      this.reset();
+      try {
+        const row = await deps.db.selectFrom('batches').select((eb) => eb.fn.countAll<string>().as('n')).where('state', '=', 'RUNNING').executeTakeFirstOrThrow();
+        this.set(Number(row.n));
+      } catch {
+        collectFailures.inc({ collector: 'di_batches_running' });
+      }
+    },
+  });
+
+  new Gauge({
+    name: 'di_dependency_up',
+    help: 'Whether PostgreSQL and Redis answered this scrape within 1 s (1) or not (0).',
+    labelNames: ['dependency'] as const,
+    registers: [registry],
+    async collect() {
+      const [postgres, redis] = await Promise.all([
+        within(DEPENDENCY_TIMEOUT_MS, sql`SELECT 1`.execute(deps.db)),
+        within(DEPENDENCY_TIMEOUT_MS, deps.redis.ping()),
+      ]);
+      this.set({ dependency: 'postgres' }, postgres ? 1 : 0);
+      this.set({ dependency: 'redis' }, redis ? 1 : 0);
+    },
+  });
+
   return {
     registry,
+    pipelineObserver: {
+      items(events) {
+        for (const e of events) items.inc({ supplier: e.supplier, stage: e.stage, outcome: e.outcome, code: e.code, dry_run: String(e.dryRun) });
+      },
+      batchFinished(b) {
+        batchDuration.observe({ supplier: b.supplier_code, state: b.state }, Math.max(0, (b.finished_at.getTime() - b.created_at.getTime()) / 1000));
+      },
+    },
     observeJob(queue, outcome, seconds) {
       jobDuration.observe({ queue, outcome }, seconds);
     },

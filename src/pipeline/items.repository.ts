@@ -52,7 +52,20 @@ export const OPEN_STATES: readonly ItemState[] = ['waiting', 'active', 'delayed'
  * caller to see it finished moves it; the state says whether anything failed or it was cancelled.
  */
 export async function finishIfDone(db: Executor, batchId: string, now: Date): Promise<boolean> {
-  const res = await db
+  return (await finishBatch(db, batchId, now)) !== null;
+}
+
+/** A batch that has just been closed. */
+export interface FinishedBatch {
+  supplier_code: string;
+  state: BatchState;
+  created_at: Date;
+  finished_at: Date;
+}
+
+/** finishIfDone, answering the batch it closed (null when it was not done, or closed already). */
+export async function finishBatch(db: Executor, batchId: string, now: Date): Promise<FinishedBatch | null> {
+  const row = await db
     .updateTable('batches')
     .set({
       state: sql<BatchState>`CASE
@@ -66,8 +79,14 @@ export async function finishIfDone(db: Executor, batchId: string, now: Date): Pr
     .where((eb) =>
       eb.not(eb.exists(eb.selectFrom('batch_items').select('line').where('batch_id', '=', batchId).where('state', 'in', OPEN_STATES))),
     )
+    .returning((eb) => [
+      'state',
+      'created_at',
+      'finished_at',
+      eb.selectFrom('import_suppliers as s').select('s.code').whereRef('s.id', '=', 'batches.import_supplier_id').as('supplier_code'),
+    ])
     .executeTakeFirst();
-  return Number(res.numUpdatedRows) > 0;
+  return row ? { supplier_code: row.supplier_code ?? '', state: row.state, created_at: row.created_at, finished_at: row.finished_at ?? now } : null;
 }
 
 /** Lines of the items still to run, from `afterLine`, for (re-)enqueueing in pages. */

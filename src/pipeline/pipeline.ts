@@ -14,7 +14,8 @@ import { roundsByAccount, runWrites, runWriteSet } from '../imports/shared/write
 import { supplierFromRow } from '../imports/suppliers/supplier.repository.js';
 import {
   claimItems,
-  finishIfDone,
+  finishBatch,
+  type FinishedBatch,
   itemKey,
   loadItem,
   markDelayed,
@@ -51,7 +52,25 @@ export type MemberOutcome =
   | { kind: 'invalid'; error: AppError }
   | { kind: 'retry'; error: unknown };
 
+/** An item's step as it was recorded, for the metrics: sent on, finished, or failed with its code. */
+export interface ItemEvent {
+  supplier: string;
+  stage: ItemStage;
+  outcome: 'passed' | 'succeeded' | 'failed';
+  /** The error envelope's code when it failed; '' otherwise. */
+  code: string;
+  dryRun: boolean;
+}
+
+/** What the pipeline reports as it goes (the metrics listen). Called after the commit, never inside a transaction. */
+export interface PipelineObserver {
+  items(events: readonly ItemEvent[]): void;
+  batchFinished(batch: FinishedBatch): void;
+}
+
 export interface PipelineDeps {
+  /** Told of every recorded step and closed batch; optional. */
+  observer?: PipelineObserver;
   db: Kysely<Database>;
   clock: Clock;
   log: Logger;
@@ -156,6 +175,7 @@ export function createPipeline(deps: PipelineDeps, services: Services) {
       const errors = late.map((item) => windowElapsed(item.schedule_window_end!));
       const states = await recordItems(db, late.map((item, k) => ({ item, record: { kind: 'failed', at: item.stage, error: errors[k]!.body() } })));
       late.forEach((item, k) => states.has(itemKey(item)) && answer(item, { kind: 'invalid', error: errors[k]! }));
+      observe(late.flatMap((item, k) => (states.has(itemKey(item)) ? [eventOf(item, item.stage, 'failed', errors[k]!.code)] : [])));
       await finishBatches(late);
     }
     return items.filter((i) => !early.includes(i) && !late.includes(i));
@@ -186,11 +206,12 @@ export function createPipeline(deps: PipelineDeps, services: Services) {
       if (isInvalid(e)) {
         // Its own data: recorded where it failed, never retried.
         const at = err instanceof FailedAt ? err.at : item.stage;
-        await recordItems(db, [{ item, record: { kind: 'failed', at, error: e.body() } }]);
+        const recorded = await recordItems(db, [{ item, record: { kind: 'failed', at, error: e.body() } }]);
+        if (recorded.has(itemKey(item))) observe([eventOf(item, at, 'failed', e.code)]);
         await finishBatches([item]);
         answer(item, { kind: 'invalid', error: e });
       } else {
-        answer(item, await failTransient(stage, memberOf(item), item.stage, err));
+        answer(item, await failTransient(stage, memberOf(item), item.stage, err, item));
       }
       return;
     }
@@ -209,11 +230,20 @@ export function createPipeline(deps: PipelineDeps, services: Services) {
       }
     }
     for (const [next, jobs] of onward) await deps.stageQueue.enqueue(next, jobs);
+    observe(
+      items.flatMap((item): ItemEvent[] => {
+        const record = records.get(itemKey(item));
+        const state = states.get(itemKey(item));
+        if (!record || state === undefined || state === 'cancelled') return [];
+        if (record.kind === 'failed') return [eventOf(item, record.at, 'failed', codeOf(record.error))];
+        return [eventOf(item, stage, record.next ? 'passed' : 'succeeded', '')];
+      }),
+    );
     await finishBatches(finished);
     for (const item of items) {
       const record = records.get(itemKey(item));
       if (!record) {
-        answer(item, await failTransient(stage, memberOf(item), item.stage, transient.get(itemKey(item))));
+        answer(item, await failTransient(stage, memberOf(item), item.stage, transient.get(itemKey(item)), item));
         continue;
       }
       if (record.kind === 'failed') answer(item, { kind: 'invalid', error: record.appError ?? toAppError(record.error) });
@@ -223,7 +253,26 @@ export function createPipeline(deps: PipelineDeps, services: Services) {
 
   /** Closes the batches of items that ended (each batch once). */
   async function finishBatches(items: ReadonlyArray<Pick<ClaimedItem, 'batch_id'>>): Promise<void> {
-    for (const batchId of new Set(items.map((i) => i.batch_id))) await finishIfDone(db, batchId, deps.clock.now());
+    for (const batchId of new Set(items.map((i) => i.batch_id))) await finishIfDone(batchId);
+  }
+
+  /** Closes the batch when nothing of it is open any more, and tells the observer. */
+  async function finishIfDone(batchId: string): Promise<void> {
+    const finished = await finishBatch(db, batchId, deps.clock.now());
+    if (finished) tell(() => deps.observer?.batchFinished(finished));
+  }
+
+  function observe(events: readonly ItemEvent[]): void {
+    if (events.length > 0) tell(() => deps.observer?.items(events));
+  }
+
+  /** An observer's failure is its own: it never changes what the pipeline did. */
+  function tell(fn: () => void): void {
+    try {
+      fn();
+    } catch (err) {
+      deps.log.warn({ err }, 'pipeline observer failed');
+    }
   }
 
   /** Runs one stage's work for a set of claimed items and records it. Throws when the set must run again one by one. */
@@ -405,12 +454,12 @@ export function createPipeline(deps: PipelineDeps, services: Services) {
     if (!item || item.round !== job.round) return { kind: 'done', result: 'skipped' };
     if (item.state === 'succeeded' || item.state === 'failed' || item.state === 'cancelled') {
       // The job that finished this item may have failed to close the batch: close it now if done.
-      await finishIfDone(db, job.batchId, deps.clock.now());
+      await finishIfDone(job.batchId);
       return { kind: 'done', result: 'skipped' };
     }
     if (item.cancel_requested_at) {
       await setItem(db, job, { state: 'cancelled' });
-      await finishIfDone(db, job.batchId, deps.clock.now());
+      await finishIfDone(job.batchId);
       return { kind: 'done', result: 'cancelled' };
     }
     const itemQueue = queueForStage(item.stage, item.dry_run);
@@ -423,11 +472,13 @@ export function createPipeline(deps: PipelineDeps, services: Services) {
    * for it; on the job's last attempt the item fails with the error. Guarded by the claim: progress
    * this run's own step committed is left alone, and the job's retry settles the rest.
    */
-  async function failTransient(stage: Stage, m: Member, claimedAt: ItemStage | undefined, err: unknown): Promise<MemberOutcome> {
+  async function failTransient(stage: Stage, m: Member, claimedAt: ItemStage | undefined, err: unknown, item?: ClaimedItem): Promise<MemberOutcome> {
     try {
       if (m.lastAttempt) {
-        await setItem(db, m, { stage: claimedAt ?? stage, state: 'failed', error: toAppError(err).body() }, claimedAt);
-        await finishIfDone(db, m.batchId, deps.clock.now());
+        const e = toAppError(err);
+        await setItem(db, m, { stage: claimedAt ?? stage, state: 'failed', error: e.body() }, claimedAt);
+        if (item) observe([eventOf(item, claimedAt ?? stage, 'failed', e.code)]);
+        await finishIfDone(m.batchId);
       } else if (claimedAt) {
         await setItem(db, m, { state: 'waiting' }, claimedAt);
       }
@@ -458,3 +509,11 @@ function invalidOrThrow(e: AppError, record: () => void, original: unknown = e):
   if (!isInvalid(e)) throw original;
   record();
 }
+
+const eventOf = (item: ClaimedItem, stage: ItemStage, outcome: ItemEvent['outcome'], code: string): ItemEvent => ({ supplier: item.supplier_code, stage, outcome, code, dryRun: item.dry_run });
+
+/** The code of a recorded envelope (the transactions 400 shape has it at the top too). */
+const codeOf = (error: unknown): string => {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? code : '';
+};

@@ -5,7 +5,7 @@ import { isRedisUnavailable } from '../redis.js';
 import { within } from '../timeout.js';
 import type { Services } from '../imports/services.js';
 import { createEmailProcessor } from '../notifications/welcome-email.js';
-import { createPipeline } from '../pipeline/pipeline.js';
+import { createPipeline, type PipelineObserver } from '../pipeline/pipeline.js';
 import { PERMIT_RETRY_DELAY_MS, STAGES, type QueueName, type Stage } from './contract.js';
 import { createStageProcessor } from './stage-processor.js';
 
@@ -18,6 +18,8 @@ export interface WorkerSet {
 export interface StartWorkersOptions {
   queues: readonly QueueName[];
   observe?: (stage: Stage, outcome: 'completed' | 'failed' | 'delayed', seconds: number) => void;
+  /** Told of every recorded step and closed batch (the metrics' counters). */
+  observer?: PipelineObserver;
 }
 
 /** Starts BullMQ workers for the named queues, with the stage processors over the domain services. */
@@ -33,7 +35,7 @@ export function startWorkers(deps: Deps, services: Services, opts: StartWorkersO
     maxStalledCount: 3,
   };
   const pipeline = createPipeline(
-    { db: deps.db, clock: deps.clock, log, permits: deps.permits, stageQueue: deps.ports.stageQueue, permitRetryDelayMs: PERMIT_RETRY_DELAY_MS },
+    { db: deps.db, clock: deps.clock, log, permits: deps.permits, stageQueue: deps.ports.stageQueue, permitRetryDelayMs: PERMIT_RETRY_DELAY_MS, ...(opts.observer ? { observer: opts.observer } : {}) },
     services,
   );
   for (const name of opts.queues) {
