@@ -46,6 +46,7 @@ export interface ErrorEnvelope {
 
 /** An item as the items endpoint lists it, with the envelope its error holds. */
 export type BatchItem = Omit<ItemView, 'error'> & { error: ErrorEnvelope | null };
+export type BatchSummary = Omit<BatchStatus, 'stages'>;
 
 export interface UploadParams {
   supplier: string;
@@ -177,6 +178,18 @@ export class ApiClient {
     if (!res.ok) await this.#refuse(res);
     // Node's web stream is async-iterable, which the DOM-shaped type does not declare.
     return (res.body ?? (async function* () {})()) as AsyncIterable<Uint8Array>;
+  }
+
+  /** A supplier's batches, newest first, following the Link header page by page. */
+  async list(supplier: string): Promise<BatchSummary[]> {
+    const all: BatchSummary[] = [];
+    let search: string | null = `?import_supplier=${encodeURIComponent(supplier)}&page_size=${PAGE_SIZE}`;
+    while (search !== null) {
+      const res = await this.#authorized('GET', `/v1/data-import/batches/${search}`, { headers: { accept: 'application/json' } });
+      all.push(...(await this.#json<BatchSummary[]>(res)));
+      search = nextSearch(res.headers.get('link'));
+    }
+    return all;
   }
 
   /** The batch's reconciliation report (the first 10,000 differences; the CSV has them all). */

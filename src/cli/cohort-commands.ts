@@ -1,4 +1,7 @@
-import { stat } from 'node:fs/promises';
+import { createWriteStream } from 'node:fs';
+import { rename, rm, stat } from 'node:fs/promises';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import cliProgress from 'cli-progress';
 import { InvalidArgumentError, type Command } from 'commander';
@@ -133,22 +136,60 @@ Exit status:
     .action((file: string, opts: UploadOpts) => run((config) => upload(file, opts, clientFor(opts, config), io)));
 
   const batch = program.command('batch').description('Watch and fix uploaded batches.');
-  withApiOptions(batch.command('status').description("A batch's state and counts, per stage.").argument('<batch_id>', 'the id upload printed', batchId)).action(
-    (id: string, opts: ApiOpts) =>
-      run(async (config) => {
-        printStatus(out, await clientFor(opts, config).status(id));
-        return EXIT_OK;
-      }),
+  withApiOptions(
+    batch
+      .command('list')
+      .description("A supplier's batches, newest first.")
+      .requiredOption('--supplier <code>', 'import supplier code')
+      .option('--json', 'the batches as the service answers them'),
+  ).action((opts: ApiOpts & { supplier: string; json?: boolean }) =>
+    run(async (config) => {
+      const batches = await clientFor(opts, config).list(opts.supplier);
+      if (opts.json) out(JSON.stringify(batches, null, 2));
+      else {
+        table(
+          out,
+          ['BATCH', 'STATE', 'DRY_RUN', 'TOTAL', 'SUCCEEDED', 'FAILED', 'CANCELLED', 'CREATED_AT', 'FINISHED_AT'],
+          batches.map((b) => [b.batch_id, b.state, b.dry_run ? 'yes' : 'no', String(b.total_items), String(b.succeeded), String(b.failed), String(b.cancelled), b.created_at, b.finished_at ?? '-']),
+        );
+      }
+      return EXIT_OK;
+    }),
+  );
+  withApiOptions(
+    batch.command('status').description("A batch's state and counts, per stage.").argument('<batch_id>', 'the id upload printed', batchId).option('--json', 'the status as the service answers it'),
+  ).action((id: string, opts: ApiOpts & { json?: boolean }) =>
+    run(async (config) => {
+      const status = await clientFor(opts, config).status(id);
+      if (opts.json) out(JSON.stringify(status, null, 2));
+      else printStatus(out, status);
+      return EXIT_OK;
+    }),
   );
   withApiOptions(
     batch
       .command('failures')
       .description("A batch's failed items: one row per error (line, account, stage, code, attr, detail).")
       .argument('<batch_id>', 'the id upload printed', batchId)
-      .option('--csv', "the service's CSV instead (one row per item, errors joined with '; ')"),
-  ).action((id: string, opts: ApiOpts & { csv?: boolean }) =>
+      .option('--csv [file]', "the service's CSV instead (one row per item, errors joined with '; '), to the file or to stdout")
+      .option('--json', 'the failed items as the service answers them'),
+  ).action((id: string, opts: ApiOpts & { csv?: boolean | string; json?: boolean }) =>
     run(async (config) => {
       const client = clientFor(opts, config);
+      if (typeof opts.csv === 'string') {
+        // Written beside, then renamed: a file that exists is a whole CSV, never half of one.
+        const partial = `${opts.csv}.partial`;
+        const file = createWriteStream(partial, { flags: 'w' });
+        try {
+          await pipeline(Readable.from(await client.failuresCsv(id)), file);
+          await rename(partial, opts.csv);
+        } catch (err) {
+          await rm(partial, { force: true });
+          throw err;
+        }
+        out(`wrote the failed items of batch ${id} to ${opts.csv}`);
+        return EXIT_OK;
+      }
       if (opts.csv) {
         const writer = stdoutWriter(io);
         const decoder = new TextDecoder();
@@ -158,7 +199,9 @@ Exit status:
         await writer.write(decoder.decode());
         return EXIT_OK;
       }
-      printFailures(out, await client.failures(id));
+      const items = await client.failures(id);
+      if (opts.json) out(JSON.stringify(items, null, 2));
+      else printFailures(out, items);
       return EXIT_OK;
     }),
   );
@@ -509,6 +552,38 @@ const stageNote = (c: StageCounts): string => {
   return parts.length ? ` (${parts.join(', ')})` : '';
 };
 
+/**
+ * Accounts finished per second (succeeded, failed or cancelled) over the last half-minute of polls,
+ * and the time left at that pace: what an operator watching a 50,000-account batch wants to know.
+ */
+export class Pace {
+  readonly #samples: Array<{ at: number; done: number }> = [];
+  constructor(private readonly now: () => number = Date.now) {}
+
+  /** Adds a poll's status; answers the pace text (empty until there are two polls apart and some progress). */
+  note(s: Pick<BatchStatus, 'state' | 'succeeded' | 'failed' | 'cancelled' | 'total_items'>): string {
+    const at = this.now();
+    const done = s.succeeded + s.failed + s.cancelled;
+    this.#samples.push({ at, done });
+    while (this.#samples.length > 2 && at - this.#samples[0]!.at > PACE_WINDOW_MS) this.#samples.shift();
+    const first = this.#samples[0]!;
+    const seconds = (at - first.at) / 1000;
+    if (s.state !== 'RUNNING' || seconds <= 0 || done <= first.done) return '';
+    const rate = (done - first.done) / seconds;
+    return `${rate >= 10 ? rate.toFixed(0) : rate.toFixed(1)} accounts/s, about ${duration((s.total_items - done) / rate)} left`;
+  }
+}
+
+const PACE_WINDOW_MS = 30_000;
+
+/** 75 → "1m 15s"; 3,700 → "1h 2m"; under a minute in seconds. */
+export function duration(totalSeconds: number): string {
+  const t = Math.max(0, Math.ceil(totalSeconds));
+  if (t < 60) return `${t}s`;
+  if (t < 3600) return `${Math.floor(t / 60)}m ${t % 60}s`;
+  return `${Math.floor(t / 3600)}h ${Math.floor((t % 3600) / 60)}m`;
+}
+
 class LineProgress implements Progress {
   #last = '';
   #lastAt = 0;
@@ -520,9 +595,12 @@ class LineProgress implements Progress {
     if (Date.now() - this.#startedAt >= 1000) this.#emit(`uploading: ${bytes(sent)} of ${bytes(size)}`);
   }
 
+  readonly #pace = new Pace();
+
   stages(s: BatchStatus): void {
     const stages = stageView(s).map((v) => `${v.name} ${v.done}/${v.of}${stageNote(v.counts)}`);
-    this.#emit(`${s.state}: ${stages.join(' | ')} | succeeded ${s.succeeded}, failed ${s.failed} of ${s.total_items}`);
+    const pace = this.#pace.note(s);
+    this.#emit(`${s.state}: ${stages.join(' | ')} | succeeded ${s.succeeded}, failed ${s.failed} of ${s.total_items}${pace ? ` | ${pace}` : ''}`);
   }
 
   stop(): void {}
@@ -554,6 +632,9 @@ class BarProgress implements Progress {
     this.#upload.update(sent, { shown: `${bytes(sent)} / ${bytes(size)}` });
   }
 
+  readonly #pace = new Pace();
+  #paceBar: cliProgress.SingleBar | null = null;
+
   stages(s: BatchStatus): void {
     this.#stages ??= new Map(STAGE_NAMES.map((name) => [name, this.#multi.create(s.total_items, 0, { name: name.padEnd(8), shown: '', note: '' })]));
     for (const v of stageView(s)) {
@@ -561,6 +642,11 @@ class BarProgress implements Progress {
       bar.setTotal(v.of);
       bar.update(v.done, { shown: `${v.done}/${v.of}`, note: stageNote(v.counts) });
     }
+    // The whole batch: finished of total, at the pace of the last half-minute, and the time left.
+    const done = s.succeeded + s.failed + s.cancelled;
+    this.#paceBar ??= this.#multi.create(s.total_items, 0, { name: 'batch   ', shown: '', note: '' });
+    const pace = this.#pace.note(s);
+    this.#paceBar.update(done, { shown: `${done}/${s.total_items}`, note: pace ? ` (${pace})` : '' });
   }
 
   stop(): void {

@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-import { realpathSync } from 'node:fs';
+import { readFileSync, realpathSync } from 'node:fs';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import { ApiKeyNameTaken, createApiKey, revokeApiKey, UnknownScopeSupplier } from '../auth/api-keys.js';
@@ -17,6 +18,7 @@ import { isReferenceKind, REFERENCE_KINDS, type ReferenceKind } from '../imports
 import { findSupplierByCode } from '../imports/suppliers/supplier.repository.js';
 import { createSupplier, listSuppliers, parseSupplierStatus, setSupplierDefaultTeam, setSupplierStatus } from '../imports/suppliers/supplier.service.js';
 import { createTeam, listTeams } from '../imports/teams/team.service.js';
+import { projectRoot } from '../project-root.js';
 import { registerCohortCommands } from './cohort-commands.js';
 
 /** Where the CLI writes; tests pass their own so that main() runs without touching the process. */
@@ -43,6 +45,8 @@ class UsageError extends Error {
 class CliFailure extends Error {
   override readonly name = 'CliFailure';
 }
+
+const VERSION = (JSON.parse(readFileSync(path.join(projectRoot, 'package.json'), 'utf8')) as { version: string }).version;
 
 const HELP_FOOTER = `
 Configuration comes from the environment (DATABASE_URL, …), as for the server; Redis is not used.
@@ -72,6 +76,7 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
       outputError: (s) => fail(s.replace(/^error:\s*/, '')),
     })
     .showSuggestionAfterError(true)
+    .version(VERSION, '-V, --version', 'print the version')
     .addHelpText('after', HELP_FOOTER);
 
   // Each action only records what to run: configuration and the database are opened after parsing,
@@ -154,9 +159,20 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
   supplier
     .command('list')
     .description('List suppliers.')
-    .action(() =>
+    .option('--json', 'as JSON')
+    .action((opts: { json?: boolean }) =>
       withDb(async (db) => {
         const rows = await listSuppliers(db);
+        if (opts.json) {
+          out(
+            JSON.stringify(
+              rows.map((r) => ({ code: r.code, name: r.name, status: r.status, documents_root: r.documents_root, send_customer_emails: r.send_customer_emails, created_at: formatDatetime(r.created_at) })),
+              null,
+              2,
+            ),
+          );
+          return;
+        }
         table(
           out,
           ['CODE', 'NAME', 'STATUS', 'DOCUMENTS_ROOT', 'CUSTOMER_EMAILS', 'CREATED_AT'],
@@ -179,9 +195,11 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
   team
     .command('list')
     .description('List operations teams.')
-    .action(() =>
+    .option('--json', 'as JSON')
+    .action((opts: { json?: boolean }) =>
       withDb(async (db) => {
         const rows = await listTeams(db);
+        if (opts.json) return void out(JSON.stringify(rows.map((t) => ({ name: t.name, created_at: formatDatetime(t.created_at) })), null, 2));
         table(out, ['NAME', 'CREATED_AT'], rows.map((t) => [t.name, formatDatetime(t.created_at)]));
       }),
     );

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpServer } from 'node:http';
 import { freePort } from '../helpers/ports.js';
 import { tmpdir } from 'node:os';
@@ -179,7 +179,8 @@ describe.concurrent('importctl cohort and batch', { timeout: 90_000 }, () => {
       expect(r.lines.slice(-2)).toEqual([`batch ${id} COMPLETED`, 'total 20, succeeded 20, failed 0, cancelled 0']);
       // Not a terminal: plain lines, no escape sequences, no error lines.
       expect(r.stderr).not.toContain('\u001b');
-      expect(r.stderr).toMatch(/^[A-Z_]+: validate \d+\/20.* \| stage \d+\/\d+.* \| process .* \| extras .*of 20$/m);
+      // Each line: the stages, the totals, and once items finish, the pace and the time left.
+      expect(r.stderr).toMatch(/^[A-Z_]+: validate \d+\/20.* \| stage \d+\/\d+.* \| process .* \| extras .*of 20( \| [\d.]+ accounts\/s, about (\d+h )?(\d+m )?\d+s left)?$/m);
       expect(r.stderr).not.toContain('importctl:');
 
       expect(noWait.code).toBe(0);
@@ -207,12 +208,35 @@ describe.concurrent('importctl cohort and batch', { timeout: 90_000 }, () => {
       ]);
       expect(r.stderr.trimEnd().split('\n').at(-1)).toBe(`importctl: 3 of 5 item(s) failed; list them with 'importctl batch failures ${id}'`);
 
-      const [status, failures, csv, cancel] = await Promise.all([
+      const csvFile = path.join(dir, 'failures.csv');
+      const [status, failures, csv, cancel, statusJson, failuresJson, toFile, list, listJson] = await Promise.all([
         importctl(['batch', 'status', id]),
         importctl(['batch', 'failures', id]),
         importctl(['batch', 'failures', id, '--csv']),
         importctl(['batch', 'cancel', id]),
+        importctl(['batch', 'status', id, '--json']),
+        importctl(['batch', 'failures', id, '--json']),
+        importctl(['batch', 'failures', id, '--csv', csvFile]),
+        importctl(['batch', 'list', '--supplier', SUPPLIER]),
+        importctl(['batch', 'list', '--supplier', SUPPLIER, '--json']),
       ]);
+      // --json: what the service answers, as it answers it.
+      expect(JSON.parse(statusJson.stdout)).toMatchObject({ batch_id: id, state: 'COMPLETED_WITH_ERRORS', failed: 3, stages: { validate: { failed: 1 } } });
+      expect((JSON.parse(failuresJson.stdout) as Array<{ line: number; error: { code: string } }>).map((i) => [i.line, i.error.code])).toEqual([
+        [2, 'invalid_json'],
+        [3, 'account_failed_validation'],
+        [4, 'invalid_json'],
+      ]);
+      // --csv FILE: the same CSV as on stdout, in the file.
+      expect([toFile.code, toFile.stderr, toFile.lines]).toEqual([0, '', [`wrote the failed items of batch ${id} to ${csvFile}`]]);
+      expect(readFileSync(csvFile, 'utf8')).toBe(csv.stdout);
+      // batch list: this batch among the supplier's, newest first.
+      expect(list.code).toBe(0);
+      expect(list.lines[0]).toMatch(/^BATCH\s+STATE\s+DRY_RUN\s+TOTAL\s+SUCCEEDED\s+FAILED\s+CANCELLED\s+CREATED_AT\s+FINISHED_AT$/);
+      expect(list.lines).toContainEqual(expect.stringMatching(new RegExp(`^${id}\\s+COMPLETED_WITH_ERRORS\\s+no\\s+5\\s+2\\s+3\\s+0\\s`)));
+      const listed = JSON.parse(listJson.stdout) as Array<{ batch_id: string; created_at: string }>;
+      expect(listed.map((b) => b.batch_id)).toContain(id);
+      expect(listed.map((b) => b.created_at)).toEqual([...listed.map((b) => b.created_at)].sort().reverse());
       expect([status.code, status.stderr]).toEqual([0, '']);
       expect(status.lines).toContain(`batch        ${id}`);
       expect(status.lines).toContain('state        COMPLETED_WITH_ERRORS');

@@ -1,5 +1,6 @@
+import { spawnSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { readdirSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, inject, test } from 'vitest';
 import { verifyApiKey } from '../../src/auth/api-keys.js';
@@ -144,6 +145,12 @@ describe.concurrent('importctl', { timeout: 120_000 }, () => {
     expect(acme!.slice(col('CREATED_AT'))).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
     expect(beta!.slice(col('STATUS'), col('DOCUMENTS_ROOT')).trimEnd()).toBe('COMPLETE');
     expect(beta!.slice(col('CUSTOMER_EMAILS'), col('CREATED_AT')).trimEnd()).toBe('no');
+
+    // --json: the same suppliers, for scripts.
+    const json = await importctl(['supplier', 'list', '--json'], env);
+    const listed = JSON.parse(json.stdout) as Array<Record<string, unknown>>;
+    expect(listed.find((x) => x.code === 'CLI_ACME')).toMatchObject({ name: 'Acme Energy', status: 'ONGOING', documents_root: 's3://docs/acme', send_customer_emails: true });
+    expect(listed.find((x) => x.code === 'CLI_BETA')).toMatchObject({ status: 'COMPLETE', send_customer_emails: false });
   });
 
   test('team create (trimmed), duplicate and list', async ({ expect }) => {
@@ -161,6 +168,9 @@ describe.concurrent('importctl', { timeout: 120_000 }, () => {
     expect(list.lines[0]).toMatch(/^NAME\s+CREATED_AT$/);
     const row = list.lines.find((l) => l.startsWith('CLI Ops Team '));
     expect(row?.slice(list.lines[0]!.indexOf('CREATED_AT'))).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
+
+    const json = await importctl(['team', 'list', '--json'], env);
+    expect((JSON.parse(json.stdout) as Array<{ name: string; created_at: string }>).find((t) => t.name === 'CLI Ops Team')?.created_at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
 
     const teams = await pool.query("SELECT name FROM operations_teams WHERE name LIKE 'CLI%'");
     expect(teams.rows).toEqual([{ name: 'CLI Ops Team' }]);
@@ -276,6 +286,11 @@ describe.concurrent('importctl', { timeout: 120_000 }, () => {
     expectOneErrorLine(expect, missingSub, 2, /importctl supplier --help/);
     expectOneErrorLine(expect, extraArg, 2, /too many arguments/);
     expect([help.code, help.stderr]).toEqual([0, '']);
+    const packageVersion = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+    for (const v of await Promise.all([importctl(['--version'], env), importctl(['-V'], env)])) expect([v.code, v.stderr, v.lines]).toEqual([0, '', [packageVersion]]);
+    // npm run importctl: the launcher runs the compiled CLI when it is fresh, the sources otherwise; the same answer either way.
+    const launched = spawnSync(process.execPath, ['src/cli/run.mjs', '--version'], { cwd: new URL('../../', import.meta.url), encoding: 'utf8', timeout: 30_000 });
+    expect([launched.status, launched.stderr, launched.stdout]).toEqual([0, '', `${packageVersion}\n`]);
     expect(help.stdout).toMatch(/Exit status:[\s\S]*1 {2}the command failed[\s\S]*2 {2}usage error/);
   });
 });
