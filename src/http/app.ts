@@ -9,6 +9,7 @@ import { createServices, type Services } from '../imports/services.js';
 import { registerGraphql } from '../graphql/obtain-token.js';
 import { createTokenAuthenticator } from './auth.js';
 import { parseJsonExact, printable, storable, UnstorableString } from '../json.js';
+import { registerDocs } from './docs.js';
 import { buildOpenApi } from './openapi.js';
 import { installRequestTimeouts, timeoutServerOptions } from './request-timeouts.js';
 import { scopeOf, type RouteDef } from './route.js';
@@ -148,6 +149,7 @@ export async function buildApp(deps: Deps): Promise<BuiltApp> {
   }
   const openapi = buildOpenApi(routes, '1.0.0');
   app.get('/openapi.json', async () => openapi);
+  registerDocs(app);
   await registerOperatorRoutes(app, deps, metrics, deps.config.operator);
 
   return { app, routes, services, metrics };

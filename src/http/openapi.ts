@@ -50,13 +50,32 @@ export function buildOpenApi(routes: readonly RouteDef[], version: string): Reco
     const responses: Record<string, unknown> = {};
     for (const [status, spec] of Object.entries(r.responses)) {
       const isError = Number(status) >= 400;
-      const schema = spec.schema ? toSchema(spec.schema, 'output') : isError ? envelopeRef : undefined;
+      const schema = spec.oneOf
+        ? { oneOf: spec.oneOf.map((s) => toSchema(s, 'output')) }
+        : spec.schema
+          ? toSchema(spec.schema, 'output')
+          : isError
+            ? envelopeRef
+            : undefined;
+      const alternatives = Object.entries(spec.alternatives ?? {}).map(([type, description]) => [type, { schema: { type: 'string', description } }] as const);
       responses[status] = {
         description: spec.description,
         ...(spec.headers ? { headers: Object.fromEntries(Object.entries(spec.headers).map(([h, d]) => [h, { description: d, schema: { type: 'string' } }])) } : {}),
-        ...(schema ? { content: { 'application/json': { schema } } } : {}),
+        ...(schema ? { content: { 'application/json': { schema }, ...Object.fromEntries(alternatives) } } : {}),
       };
     }
+    const body = r.body
+      ? { required: true, content: { 'application/json': { schema: toSchema(r.body, 'input') } } }
+      : r.streamBody
+        ? {
+            required: true,
+            description: r.streamBody.description,
+            content: {
+              // OpenAPI 3.1 has no schema for a stream of items (3.2's itemSchema): the item's schema is named beside it.
+              [r.streamBody.mediaType]: { schema: { type: 'string', description: r.streamBody.description }, 'x-item-schema': toSchema(r.streamBody.itemSchema, 'input') },
+            },
+          }
+        : undefined;
     paths[path] ??= {};
     paths[path][r.method.toLowerCase()] = {
       operationId: r.operationId,
@@ -64,7 +83,7 @@ export function buildOpenApi(routes: readonly RouteDef[], version: string): Reco
       tags: r.tags,
       ...(r.auth === 'token' ? { security: [{ token: [] }] } : { security: [] }),
       ...(parameters.length ? { parameters } : {}),
-      ...(r.body ? { requestBody: { required: true, content: { 'application/json': { schema: toSchema(r.body, 'input') } } } } : {}),
+      ...(body ? { requestBody: body } : {}),
       responses,
     };
   }
@@ -74,7 +93,9 @@ export function buildOpenApi(routes: readonly RouteDef[], version: string): Reco
       title: 'Account migration data-import service',
       version,
       description: 'Tokens come from the GraphQL mutation ObtainToken at /v1/graphql/ (see docs/decisions.md).',
+      license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
     },
+    servers: [{ url: '/', description: 'This service, wherever it is deployed' }],
     paths,
     components: {
       schemas: components,

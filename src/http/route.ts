@@ -6,7 +6,18 @@ export interface ResponseSpec {
   description: string;
   /** Omitted: the interface's error envelope (for 4xx/5xx) or no body. */
   schema?: z.ZodType;
+  /** The body is one of these (the document says `oneOf`); instead of `schema`. */
+  oneOf?: z.ZodType[];
+  /** Other media types the same answer comes in (`text/csv` with Accept: text/csv), with what each holds. */
+  alternatives?: Record<string, string>;
   headers?: Record<string, string>;
+}
+
+/** A request body that is not JSON: its media type, and the schema of each item (an NDJSON line). */
+export interface StreamBody {
+  mediaType: string;
+  description: string;
+  itemSchema: z.ZodType;
 }
 
 /**
@@ -22,6 +33,8 @@ export interface RouteDef {
   /** 'token': the data-import token. 'none': open (health, spec). Other kinds come with later routes. */
   auth: 'token' | 'none';
   body?: z.ZodType;
+  /** A streamed body (the cohort upload); the route reads it itself. */
+  streamBody?: StreamBody;
   query?: z.ZodType;
   params?: z.ZodType;
   responses: Record<number, ResponseSpec>;

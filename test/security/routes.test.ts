@@ -13,8 +13,11 @@ import { basicAuth, describeResponse, OBTAIN_TOKEN } from './helpers.js';
  * allow-list below may answer an anonymous request.
  */
 
-/** Routes that are open on purpose: probes, the API description, and the sign-in (ObtainToken) itself. */
-const OPEN_ROUTES = new Set(['GET /healthz', 'HEAD /healthz', 'GET /readyz', 'HEAD /readyz', 'GET /openapi.json', 'HEAD /openapi.json', 'GET /v1/graphql', 'HEAD /v1/graphql', 'POST /v1/graphql']);
+/** The rendered reference of the API description (/docs) and its static assets: no data. */
+const DOCS_ROUTES = ['/docs', '/docs/init.js', '/docs/swagger-ui.css', '/docs/swagger-ui-bundle.js', '/docs/favicon-32x32.png'].flatMap((p) => [`GET ${p}`, `HEAD ${p}`]);
+
+/** Routes that are open on purpose: probes, the API description and its reference page, and the sign-in (ObtainToken) itself. */
+const OPEN_ROUTES = new Set(['GET /healthz', 'HEAD /healthz', 'GET /readyz', 'HEAD /readyz', 'GET /openapi.json', 'HEAD /openapi.json', ...DOCS_ROUTES, 'GET /v1/graphql', 'HEAD /v1/graphql', 'POST /v1/graphql']);
 
 const OPERATOR = { user: 'ops-user', password: 'correct horse battery staple' };
 const S = 'ROUTES_CO';

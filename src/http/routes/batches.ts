@@ -3,7 +3,7 @@ import { stringify } from 'csv-stringify';
 import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { AppError, badRequest } from '../../errors.js';
-import { itemsQuerySchema, retryBodySchema, uploadQuerySchema } from '../../imports/batches/batch.schemas.js';
+import { bundleSchema, itemsQuerySchema, retryBodySchema, uploadQuerySchema } from '../../imports/batches/batch.schemas.js';
 import { UUID, type BatchService, type ItemView } from '../../imports/batches/batch.service.js';
 import { parseOrThrow } from '../../imports/shared/validation.js';
 import type { RouteDef } from '../route.js';
@@ -91,6 +91,11 @@ export function batchRoutes(batches: BatchService): RouteDef[] {
       tags: ['batches'],
       auth: 'token',
       query: uploadQuerySchema,
+      streamBody: {
+        mediaType: 'application/x-ndjson',
+        description: 'One AccountBundle per line (UTF-8, LF or CRLF), streamed: up to BATCH_MAX_LINES lines and BATCH_MAX_BYTES bytes.',
+        itemSchema: bundleSchema,
+      },
       responses: {
         202: { description: 'Accepted: every line is an item; lines that are not bundles are failed items (stage parse).', schema: z.object({ batch_id: z.string(), total_items: z.number() }) },
         400: { description: 'import_supplier_not_found, operations_team_not_found, invalid_request (query).' },
@@ -172,7 +177,11 @@ export function batchRoutes(batches: BatchService): RouteDef[] {
       params: idParams,
       query: itemsQuerySchema,
       responses: {
-        200: { description: 'Items ordered by line; Link rel="next" when more follow. text/csv: line, external_account_number, stage, state, code, attr, detail.', schema: z.array(itemSchema) },
+        200: {
+          description: 'Items ordered by line; Link rel="next" when more follow. text/csv: line, external_account_number, stage, state, code, attr, detail.',
+          schema: z.array(itemSchema),
+          alternatives: { 'text/csv': 'Every matching item (Accept: text/csv): line, external_account_number, stage, state, code, attr, detail; one row per item, its errors joined with "; ".' },
+        },
         401: { description: 'Not authenticated.' },
         404: { description: 'batch_not_found' },
       },
@@ -206,6 +215,7 @@ export function batchRoutes(batches: BatchService): RouteDef[] {
         200: {
           description: `The report; at most ${String(MAX_DIFFERENCES)} differences listed (differences_total counts them all; the CSV has every one). text/csv: ${DIFFERENCE_COLUMNS.join(', ')}.`,
           schema: reconciliationSchema,
+          alternatives: { 'text/csv': `Every difference (Accept: text/csv): ${DIFFERENCE_COLUMNS.join(', ')}.` },
         },
         400: { description: 'batch_is_dry_run' },
         401: { description: 'Not authenticated.' },

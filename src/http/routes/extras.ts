@@ -7,6 +7,7 @@ import type { StatementService } from '../../imports/statements/statement.servic
 import { TRANSACTION_STATUSES, transactionsQuerySchema, transactionsRequestDocSchema } from '../../imports/transactions/transaction.schemas.js';
 import type { TransactionService } from '../../imports/transactions/transaction.service.js';
 import type { RouteDef } from '../route.js';
+import { errorEnvelopeSchema } from '../envelope.js';
 
 const common = {
   401: { description: 'Not authenticated.' },
@@ -57,7 +58,12 @@ export function extrasRoutes(s: ExtrasServices): RouteDef[] {
         },
         400: {
           description: 'The first failing transaction: { status: TRANSACTION_IMPORT_ERROR, error_detail, transaction_data, code, attr }; or the envelope (invalid_request) when the outer shape is wrong.',
-          schema: z.object({ status: z.literal('TRANSACTION_IMPORT_ERROR'), error_detail: z.string(), transaction_data: z.unknown(), code: z.string(), attr: z.string() }),
+          oneOf: [
+            z
+              .object({ status: z.literal('TRANSACTION_IMPORT_ERROR'), error_detail: z.string(), transaction_data: z.unknown(), code: z.string(), attr: z.string().nullable() })
+              .meta({ id: 'TransactionImportError' }),
+            errorEnvelopeSchema,
+          ],
         },
         ...common,
       },
