@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiKey } from '../../src/auth/api-keys.js';
 import type { ReconciliationReport } from '../../src/imports/batches/reconciliation.js';
 import { startImportctl, type RunResult } from '../cli/run-cli.js';
+import { published } from '../contract/harness.js';
 import { LONG, linesOf, ndjsonOf } from './helpers.js';
 import { createPipelineContext, type PipelineContext } from './setup.js';
 
@@ -154,6 +155,25 @@ describe('a batch whose database side was changed afterwards', () => {
     expect(json.code).toBe(1);
     expect((JSON.parse(json.stdout) as ReconciliationReport).differences).toEqual(expected);
   }, 60_000);
+});
+
+describe("the extras inside an account's own payload (decisions §1)", () => {
+  it('count too: the published example account, uploaded as a batch, balances with its note, ledger transactions and statements', async () => {
+    const example = published('account');
+    await ctx.createSupplier(String(example.import_supplier));
+    // The documents its note and statements name, under the supplier's documents root.
+    await ctx.deps.documents.put('notes/1234/attachment.jpg', 'a photo');
+    await ctx.deps.documents.put('EXTERNAL-1234/2019-06-01-to-2019-07-01.pdf', '%PDF-1.4 June');
+    await ctx.deps.documents.put('EXTERNAL-1234/2019-07-01-to-2019-08-01.pdf', '%PDF-1.4 July');
+    const { batch_id } = await ctx.upload(`${JSON.stringify({ account: example })}\n`, { supplier: String(example.import_supplier), team: TEAM });
+    expect(await ctx.waitForEnd(batch_id, LONG)).toMatchObject({ state: 'COMPLETED', succeeded: 1 });
+    const r = (await report(batch_id)).json<ReconciliationReport>();
+    expect(r.differences).toEqual([]);
+    expect(r.balanced).toBe(true);
+    expect(r.totals).toMatchObject({ accounts: { file: 1, database: 1 }, notes: { file: 1, database: 1 }, statements: { file: 2, database: 2 }, payment_instructions: { file: 0, database: 0 } });
+    expect(r.totals.transactions.reduce((n, t) => n + t.file.count, 0)).toBe(4);
+    expect(r.totals.transactions.every((t) => t.file.count === t.database.count && t.file.amount === t.database.amount)).toBe(true);
+  }, LONG);
 });
 
 describe('what cannot be reconciled', () => {
