@@ -417,7 +417,12 @@ function isEntryPoint(): boolean {
   }
 }
 
-if (isEntryPoint()) {
+/**
+ * importctl as the program: arguments from the command line, output to the process's streams, the
+ * exit status set when it ends. Run when this file is the script, and by src/cli/run.mjs (the fast
+ * launcher of the compiled CLI).
+ */
+export function runAsProgram(): void {
   // The reader went away (`importctl supplier list | head -1`): nothing more to say, not a crash.
   for (const stream of [process.stdout, process.stderr]) {
     stream.on('error', (err: NodeJS.ErrnoException) => {
@@ -441,3 +446,5 @@ if (isEntryPoint()) {
     },
   );
 }
+
+if (isEntryPoint()) runAsProgram();

@@ -24,25 +24,8 @@ function newestSource(dir) {
 
 const fresh = existsSync(compiled) && statSync(compiled).mtimeMs >= newestSource(path.join(root, 'src'));
 if (fresh) {
-  const { main } = await import(pathToFileURL(compiled).href);
-  // As importctl.ts does when it is the program: a reader that went away is not a crash.
-  for (const stream of [process.stdout, process.stderr]) {
-    stream.on('error', (err) => {
-      if (err.code === 'EPIPE') process.exit(process.exitCode ?? 0);
-      throw err;
-    });
-  }
-  try {
-    process.exitCode = await main(process.argv.slice(2), {
-      out: (s) => process.stdout.write(s),
-      err: (s) => process.stderr.write(s),
-      env: process.env,
-      streams: { stdout: process.stdout, stderr: process.stderr },
-    });
-  } catch (err) {
-    process.stderr.write(`importctl: unexpected error: ${String(err instanceof Error ? err.message : err).replace(/\s*\n\s*/g, ' ')}\n`);
-    process.exitCode = 1;
-  }
+  const { runAsProgram } = await import(pathToFileURL(compiled).href);
+  runAsProgram();
 } else {
   const run = spawnSync(process.execPath, ['--import', 'tsx', path.join(root, 'src', 'cli', 'importctl.ts'), ...process.argv.slice(2)], { stdio: 'inherit' });
   process.exitCode = run.status ?? 1;

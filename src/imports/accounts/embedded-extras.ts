@@ -58,8 +58,14 @@ async function guard<T>(fn: () => Promise<T>, relocate: (attr: string) => string
   }
 }
 
+/** Where an account payload holds transactions: at its top and in each of its ledgers. */
+interface TransactionHolder {
+  historical_statement_transactions?: readonly unknown[] | null;
+  current_statement_transactions?: readonly unknown[] | null;
+}
+
 /** Every transaction of the account, wherever it sits, with its place in the account payload. */
-function accountTransactions(data: AccountData): { transactions: unknown[]; places: string[] } {
+export function accountTransactions(data: TransactionHolder & { ledgers?: readonly TransactionHolder[] | null }): { transactions: unknown[]; places: string[] } {
   const places: string[] = [];
   const transactions: unknown[] = [];
   const take = (list: readonly unknown[] | null | undefined, at: string) =>

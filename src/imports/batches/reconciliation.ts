@@ -2,6 +2,7 @@ import { Decimal } from 'decimal.js';
 import { sql } from 'kysely';
 import type { Executor } from '../../db/database.js';
 import { listSucceededBundles } from '../../pipeline/items.repository.js';
+import { accountTransactions } from '../accounts/embedded-extras.js';
 import { groupBy } from '../shared/write-set.js';
 import type { BatchRow } from './batch.repository.js';
 
@@ -101,12 +102,8 @@ export function carriedBy(bundle: unknown): Carried {
       createdAt: createdAt === null || Number.isNaN(createdAt) ? null : createdAt,
     };
   });
-  const txs = [
-    ...list(b.transactions),
-    ...list(account.historical_statement_transactions),
-    ...list(account.current_statement_transactions),
-    ...list(account.ledgers).flatMap((l) => [...list(record(l).historical_statement_transactions), ...list(record(l).current_statement_transactions)]),
-  ].map((raw) => {
+  // A succeeded item's account passed validation: its transaction lists are lists.
+  const txs = [...list(b.transactions), ...accountTransactions(account as Parameters<typeof accountTransactions>[0]).transactions].map((raw) => {
     const t = record(raw);
     return { id: text(t.transaction_id) ?? '', type: text(t.type) ?? '', amount: decimal(t.amount) ?? new Decimal(0) };
   });
