@@ -1,13 +1,15 @@
 #!/usr/bin/env node
 import { readFileSync, realpathSync } from 'node:fs';
+import { userInfo } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
+import { actingAs, listAudit, recordAudit, type AuditEntry } from '../audit/audit-log.js';
 import { ApiKeyNameTaken, createApiKey, revokeApiKey, UnknownScopeSupplier } from '../auth/api-keys.js';
 import { formatDatetime } from '../clock.js';
 import { ConfigError, loadConfig, type Config } from '../config.js';
 import { createDb } from '../db/create-db.js';
-import type { Db } from '../db/database.js';
+import type { Db, Executor } from '../db/database.js';
 import { ensureDatabase, migrate } from '../db/migrator.js';
 import { AppError } from '../errors.js';
 import { readAccountTree } from '../imports/accounts/account-tree.repository.js';
@@ -83,6 +85,14 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
   // so `--help` and usage errors work even with a broken environment.
   // A job may resolve to its own exit status (cohort upload's 2 and 130); otherwise success is 0.
   let job: ((config: Config) => Promise<void | number>) | undefined;
+  /** Runs a change and its audit line in one transaction (no change without its line); `entry` null: nothing changed, nothing recorded. */
+  const audited = <T>(db: Db, change: (trx: Executor) => Promise<T>, entry: (result: T) => AuditEntry | null): Promise<T> =>
+    db.transaction().execute(async (trx) => {
+      const result = await change(trx);
+      const line = entry(result);
+      if (line) await recordAudit(trx, line);
+      return result;
+    });
   const withDb = (work: (db: Db) => Promise<void>) => {
     job = async (config) => {
       // One connection is all a CLI command needs; destroy() ends the pool so the process can exit.
@@ -124,13 +134,18 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
     .option('--send-customer-emails', 'send emails to its customers (default: off)')
     .action((code: string, opts: { name?: string; status?: string; documentsRoot?: string; sendCustomerEmails?: boolean }) =>
       withDb(async (db) => {
-        const s = await createSupplier(db, {
-          code,
-          ...(opts.name !== undefined ? { name: opts.name } : {}),
-          ...(opts.status !== undefined ? { status: opts.status } : {}),
-          ...(opts.documentsRoot !== undefined ? { documentsRoot: opts.documentsRoot } : {}),
-          sendCustomerEmails: opts.sendCustomerEmails === true,
-        });
+        const s = await audited(
+          db,
+          (trx) =>
+            createSupplier(trx, {
+              code,
+              ...(opts.name !== undefined ? { name: opts.name } : {}),
+              ...(opts.status !== undefined ? { status: opts.status } : {}),
+              ...(opts.documentsRoot !== undefined ? { documentsRoot: opts.documentsRoot } : {}),
+              sendCustomerEmails: opts.sendCustomerEmails === true,
+            }),
+          (c) => ({ action: 'supplier.create', targetKind: 'supplier', target: c.code, detail: { name: c.name, status: c.status, documents_root: c.documents_root, send_customer_emails: c.send_customer_emails } }),
+        );
         out(`created supplier ${s.code} (${s.name}), status ${s.status}`);
       }),
     );
@@ -141,7 +156,7 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
     .argument('<status>', 'ongoing, paused or complete (any case)', statusArg)
     .action((code: string, status: string) =>
       withDb(async (db) => {
-        const s = await setSupplierStatus(db, code, status);
+        const s = await audited(db, (trx) => setSupplierStatus(trx, code, status), (c) => ({ action: 'supplier.set_status', targetKind: 'supplier', target: c.code, detail: { status: c.status } }));
         out(`supplier ${s.code} status ${s.status}`);
       }),
     );
@@ -152,7 +167,7 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
     .argument('<team>', 'operations team name')
     .action((code: string, teamName: string) =>
       withDb(async (db) => {
-        const s = await setSupplierDefaultTeam(db, code, teamName);
+        const s = await audited(db, (trx) => setSupplierDefaultTeam(trx, code, teamName), (c) => ({ action: 'supplier.set_team', targetKind: 'supplier', target: c.code, detail: { team: teamName } }));
         out(`supplier ${s.code} schedules its v2 accounts into team '${teamName}'`);
       }),
     );
@@ -188,7 +203,7 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
     .argument('<name>', 'team name, as clients send it in operations_team_name')
     .action((name: string) =>
       withDb(async (db) => {
-        const t = await createTeam(db, name);
+        const t = await audited(db, (trx) => createTeam(trx, name), (c) => ({ action: 'team.create', targetKind: 'team', target: c.name }));
         out(`created team ${t.name}`);
       }),
     );
@@ -220,6 +235,8 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
           if (err instanceof UnknownScopeSupplier) throw new CliFailure(`Cannot scope the key: ${err.message}.`);
           throw err;
         }
+        // Its name and scope, never the key.
+        await recordAudit(db, { action: 'api_key.create', targetKind: 'api_key', target: issued.name, detail: { suppliers: issued.suppliers } });
         out(`created API key '${issued.name}'`);
         out(
           issued.suppliers.length > 0
@@ -236,7 +253,8 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
     .argument('<name>', 'the name given at creation')
     .action((name: string) =>
       withDb(async (db) => {
-        if (!(await revokeApiKey(db, name, new Date()))) throw new CliFailure(`No active API key is named '${name}'.`);
+        const revoked = await audited(db, (trx) => revokeApiKey(trx, name, new Date()), (done) => (done ? { action: 'api_key.revoke', targetKind: 'api_key', target: name } : null));
+        if (!revoked) throw new CliFailure(`No active API key is named '${name}'.`);
         out(`revoked API key '${name}'`);
       }),
     );
@@ -268,7 +286,8 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
       withDb(async (db) => {
         const k = kindArg(kind);
         if (value.length > 255) throw new UsageError('a reference value is at most 255 characters');
-        out((await addReferenceValue(db, k, value)) ? `added ${k} ${JSON.stringify(value)}` : `${k} ${JSON.stringify(value)} is already in use`);
+        const added = await audited(db, (trx) => addReferenceValue(trx, k, value), (done) => (done ? { action: 'reference.add', targetKind: 'reference', target: `${k}:${value}` } : null));
+        out(added ? `added ${k} ${JSON.stringify(value)}` : `${k} ${JSON.stringify(value)} is already in use`);
       }),
     );
   reference
@@ -279,7 +298,8 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
     .action((kind: string, value: string) =>
       withDb(async (db) => {
         const k = kindArg(kind);
-        if (!(await retireReferenceValue(db, k, value))) throw new CliFailure(`${k} has no value ${JSON.stringify(value)} in use.`);
+        const retired = await audited(db, (trx) => retireReferenceValue(trx, k, value), (done) => (done ? { action: 'reference.retire', targetKind: 'reference', target: `${k}:${value}` } : null));
+        if (!retired) throw new CliFailure(`${k} has no value ${JSON.stringify(value)} in use.`);
         out(`retired ${k} ${JSON.stringify(value)}`);
       }),
     );
@@ -312,7 +332,37 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
         if ((await markToSkip(db, s.id, external)) === 'already_imported') {
           throw new CliFailure(`Account '${external}' of supplier '${s.code}' is already imported; it cannot be skipped.`);
         }
+        await recordAudit(db, { action: 'account.skip', targetKind: 'account', target: `${s.code}/${external}` });
         out(`account '${external}' of supplier '${s.code}' marked to skip`);
+      }),
+    );
+
+  const audit = program.command('audit').description('Who changed what: the audit log of importctl, the API and the console.');
+  audit
+    .command('list')
+    .description('The newest lines first.')
+    .option('--limit <n>', 'at most this many lines (default 50, at most 10,000)', (v: string) => {
+      const n = Number(v);
+      if (!Number.isInteger(n) || n < 1 || n > 10_000) throw new InvalidArgumentError('a whole number from 1 to 10,000');
+      return n;
+    })
+    .option('--batch <id>', 'only the lines of this batch')
+    .option('--supplier <code>', 'only the lines of this supplier')
+    .option('--json', 'as JSON')
+    .action((opts: { limit?: number; batch?: string; supplier?: string; json?: boolean }) =>
+      withDb(async (db) => {
+        if (opts.batch !== undefined && opts.supplier !== undefined) throw new UsageError('give --batch or --supplier, not both');
+        const target = opts.batch !== undefined ? { targetKind: 'batch' as const, target: opts.batch } : opts.supplier !== undefined ? { targetKind: 'supplier' as const, target: opts.supplier } : {};
+        const lines = await listAudit(db, { limit: opts.limit ?? 50, ...target });
+        if (opts.json) {
+          out(JSON.stringify(lines.map((l) => ({ ...l, at: formatDatetime(l.at) })), null, 2));
+          return;
+        }
+        table(
+          out,
+          ['AT', 'ACTOR', 'ACTION', 'TARGET', 'DETAIL'],
+          lines.map((l) => [formatDatetime(l.at), `${l.actor_kind}:${l.actor}`, l.action, `${l.target_kind}:${l.target}`, JSON.stringify(l.detail)]),
+        );
       }),
     );
 
@@ -348,7 +398,8 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
   }
 
   try {
-    return (await job(config)) ?? EXIT_OK;
+    // Every change a command makes is recorded as done by the user who ran it (the audit log).
+    return (await actingAs({ kind: 'cli', name: cliUser() }, () => job!(config))) ?? EXIT_OK;
   } catch (err) {
     if (err instanceof UsageError) {
       fail(err.message);
@@ -394,6 +445,15 @@ function describeFailure(err: unknown, databaseUrl: string): string {
     return `cannot use PostgreSQL at ${databaseLabel(databaseUrl)}: ${message}`;
   }
   return `unexpected error: ${message}`;
+}
+
+/** The operating-system user running importctl: who the audit log says did it. */
+function cliUser(): string {
+  try {
+    return userInfo().username;
+  } catch {
+    return process.env.USER ?? process.env.USERNAME ?? 'unknown';
+  }
 }
 
 const oneLine = (s: string): string => s.replace(/\s*\n\s*/g, ' ').trim();

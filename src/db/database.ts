@@ -378,6 +378,19 @@ export interface ScheduledImportsTable {
   created_at: CreatedAt;
 }
 
+export interface AuditLogTable {
+  id: Generated<string> & Id;
+  at: CreatedAt;
+  actor_kind: 'cli' | 'api_key' | 'operator';
+  actor: string;
+  action: string;
+  target_kind: AuditTargetKind;
+  target: string;
+  detail: ColumnType<Record<string, unknown>, string | undefined, never>;
+}
+
+export type AuditTargetKind = 'batch' | 'supplier' | 'team' | 'api_key' | 'reference' | 'account';
+
 export interface BatchItemsTable {
   batch_id: string;
   line: number;
@@ -427,6 +440,7 @@ export interface Database {
   batches: BatchesTable;
   batch_items: BatchItemsTable;
   scheduled_imports: ScheduledImportsTable;
+  audit_log: AuditLogTable;
   customer_emails: CustomerEmailsTable;
   reference_values: ReferenceValuesTable;
   reference_versions: ReferenceVersionsTable;

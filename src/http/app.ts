@@ -9,6 +9,7 @@ import { createServices, type Services } from '../imports/services.js';
 import { registerGraphql } from '../graphql/obtain-token.js';
 import { createTokenAuthenticator } from './auth.js';
 import { parseJsonExact, printable, storable, UnstorableString } from '../json.js';
+import { actingAs } from '../audit/audit-log.js';
 import { registerDocs } from './docs.js';
 import { buildOpenApi } from './openapi.js';
 import { installRequestTimeouts, timeoutServerOptions } from './request-timeouts.js';
@@ -144,7 +145,8 @@ export async function buildApp(deps: Deps): Promise<BuiltApp> {
           }
         : {}),
       // Everything a token route's handler does runs in its key's supplier scope (auth/supplier-scope.ts).
-      handler: r.auth === 'token' ? (req, reply) => runInScope(scopeOf(req), () => r.handler(req, reply)) : r.handler,
+      // …and acts as its key (the audit log's actor).
+      handler: r.auth === 'token' ? (req, reply) => runInScope(scopeOf(req), () => actingAs({ kind: 'api_key', name: req.apiKeyId }, () => r.handler(req, reply))) : r.handler,
     });
   }
   const openapi = buildOpenApi(routes, '1.0.0');

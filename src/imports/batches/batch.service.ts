@@ -8,6 +8,7 @@ import { parseJsonExact, printable, UnstorableString } from '../../json.js';
 import { cancelPending, countItems, finishIfDone, insertItems, listItems, openItems, requeueFailed, type ItemRow, type NewItem } from '../../pipeline/items.repository.js';
 import { STAGES, queueForStage, type Stage } from '../../pipeline/routing.js';
 import type { StageQueue } from '../../ports.js';
+import { recordAudit } from '../../audit/audit-log.js';
 import { reaches } from '../../auth/supplier-scope.js';
 import { findSupplierByCode } from '../suppliers/supplier.repository.js';
 import { supplierNotFound } from '../suppliers/supplier.rules.js';
@@ -139,7 +140,15 @@ export function createBatchService(deps: BatchServiceDeps) {
       await deps.db.deleteFrom('batches').where('id', '=', id).execute();
       throw err instanceof TooManyBytes ? tooManyBytes(err.maxTotalBytes) : err;
     }
-    await deps.db.updateTable('batches').set({ state: 'RUNNING', total_items: total }).where('id', '=', id).execute();
+    await deps.db.transaction().execute(async (trx) => {
+      await trx.updateTable('batches').set({ state: 'RUNNING', total_items: total }).where('id', '=', id).execute();
+      await recordAudit(trx, {
+        action: 'batch.upload',
+        targetKind: 'batch',
+        target: id,
+        detail: { import_supplier: params.import_supplier, operations_team_name: params.operations_team_name, dry_run: params.dry_run, total_items: total },
+      });
+    });
     await enqueueOpen(id, params.dry_run);
     await finishIfDone(deps.db, id, deps.clock.now());
     return { batch_id: id, total_items: total, existing: false };
@@ -212,6 +221,7 @@ export function createBatchService(deps: BatchServiceDeps) {
       if (n > 0) {
         await trx.updateTable('batches').set({ state: 'RUNNING', finished_at: null, cancel_requested_at: null }).where('id', '=', batchId).execute();
       }
+      await recordAudit(trx, { action: 'batch.retry', targetKind: 'batch', target: batchId, detail: { requeued: n, ...(externalAccountNumbers ? { external_account_numbers: externalAccountNumbers.length } : {}) } });
       return n;
     });
     if (requeued > 0) await enqueueOpen(batchId, batch.dry_run);
@@ -225,6 +235,7 @@ export function createBatchService(deps: BatchServiceDeps) {
       await deps.db.transaction().execute(async (trx) => {
         await trx.updateTable('batches').set({ cancel_requested_at: deps.clock.now() }).where('id', '=', batchId).execute();
         await cancelPending(trx, batchId);
+        await recordAudit(trx, { action: 'batch.cancel', targetKind: 'batch', target: batchId });
       });
       await finishIfDone(deps.db, batchId, deps.clock.now());
     }
@@ -268,6 +279,8 @@ export function createBatchService(deps: BatchServiceDeps) {
       const { open, created } = await enqueueOpen(b.id, b.dry_run, true);
       openItems += open;
       jobsRecreated += created;
+      // importctl batch reconcile is an operator's action; a worker's own reconcile at start-up has no actor and records nothing.
+      await recordAudit(deps.db, { action: 'batch.reconcile', targetKind: 'batch', target: b.id, detail: { open_items: open, jobs_recreated: created } });
       await finishIfDone(deps.db, b.id, deps.clock.now());
     }
     return { batches: running.length, openItems, jobsRecreated };
