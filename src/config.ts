@@ -140,6 +140,8 @@ const envSchema = z
     TRUST_PROXY: trustProxySchema,
     OPERATOR_USER: z.string().regex(/^[^:]+$/, 'must not be empty nor contain ":" (HTTP Basic cannot carry it)').optional(),
     OPERATOR_PASSWORD: z.string().min(12, 'must be at least 12 characters').optional(),
+    /** A bearer token Prometheus may scrape /metrics with, instead of the operator credentials. */
+    METRICS_TOKEN: z.string().min(32, 'must be at least 32 characters').regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces').optional(),
   })
   .superRefine((env, ctx) => {
     if (env.TOKEN_SECRET !== undefined && Buffer.byteLength(env.TOKEN_SECRET) < 32) {
@@ -227,6 +229,8 @@ export interface Config {
   readonly trustProxy: TrustProxy;
   /** Operator credentials for the dashboard and /metrics; unset: those routes refuse everyone. */
   readonly operator: { readonly user: string; readonly password: string } | undefined;
+  /** Bearer token for /metrics (Prometheus `authorization: { credentials }`); undefined: only the operator credentials. */
+  readonly metricsToken: string | undefined;
 }
 
 export class ConfigError extends Error {
@@ -334,6 +338,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, opts: LoadConfi
     loginFailureWindowS: e.LOGIN_FAILURE_WINDOW_S,
     trustProxy: e.TRUST_PROXY,
     emailFrom: e.EMAIL_FROM,
+    metricsToken: e.METRICS_TOKEN,
     operator:
       e.OPERATOR_USER !== undefined && e.OPERATOR_PASSWORD !== undefined
         ? Object.freeze({ user: e.OPERATOR_USER, password: e.OPERATOR_PASSWORD })

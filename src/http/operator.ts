@@ -45,8 +45,13 @@ export async function registerOperatorRoutes(
   metrics: Metrics,
   credentials?: OperatorCredentials,
 ): Promise<void> {
+  const metricsToken = deps.config.metricsToken === undefined ? undefined : sha256(deps.config.metricsToken);
   if (credentials === undefined) {
-    deps.log.warn('OPERATOR_USER/OPERATOR_PASSWORD not set: the queue dashboard is not mounted and /metrics refuses every request');
+    deps.log.warn(
+      metricsToken === undefined
+        ? 'OPERATOR_USER/OPERATOR_PASSWORD not set: the queue dashboard is not mounted and /metrics refuses every request'
+        : 'OPERATOR_USER/OPERATOR_PASSWORD not set: the queue dashboard is not mounted; /metrics answers METRICS_TOKEN only',
+    );
   }
   const expected = credentials && { user: sha256(credentials.user), password: sha256(credentials.password) };
   // Wrong credentials per client address, in Redis so the limit holds across every instance (the same
@@ -85,7 +90,14 @@ export async function registerOperatorRoutes(
     // which would otherwise answer its format (and a 500) instead of the interface's envelope.
     scope.addHook('onRequest', async (request, reply) => {
       try {
-        const err = await new Promise<Error | undefined>((resolve) => scope.basicAuth(request, reply, (e?: Error) => resolve(e)));
+        // With METRICS_TOKEN set, /metrics also takes it (`Authorization: Bearer …`), as Prometheus sends it.
+        const bearer = metricsToken === undefined ? null : /^Bearer (\S+)$/i.exec(request.headers.authorization ?? '');
+        const err =
+          bearer && request.url.split('?')[0] === METRICS_PATH
+            ? sameSecret(bearer[1]!, metricsToken!)
+              ? undefined
+              : new WrongCredentials()
+            : await new Promise<Error | undefined>((resolve) => scope.basicAuth(request, reply, (e?: Error) => resolve(e)));
         // The comparison is cheap and synchronous, so the limit is applied to its outcome before anything is
         // answered. A wrong guess takes a point (atomically: of simultaneous guesses, at most the limit get
         // their 401); a right one only checks the address is not blocked, so a dashboard loading its

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { QUEUE_NAMES } from '../../src/queue/contract.js';
 import { registerOperatorRoutes, type OperatorCredentials } from '../../src/http/operator.js';
 import { createMetrics, type Metrics } from '../../src/metrics.js';
+import { loadConfig } from '../../src/config.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
 
 const CREDENTIALS: OperatorCredentials = { user: 'ops', password: 'correct horse battery staple' };
@@ -225,5 +226,46 @@ describe('without configured credentials', () => {
         expect(res.json()).toMatchObject({ code: 'authorization' in headers ? 'authentication_failed' : 'not_authenticated', errors: [] });
       }
     }
+  });
+});
+
+describe('/metrics with a scrape token (METRICS_TOKEN)', () => {
+  const TOKEN = 'scrape-token-0123456789-abcdefghijklmnop';
+  let tokenCtx: TestContext;
+  let withOperators: FastifyInstance;
+  let tokenOnly: FastifyInstance;
+
+  beforeAll(async () => {
+    tokenCtx = await createTestContext({ env: { METRICS_TOKEN: TOKEN, LOGIN_MAX_FAILURES: '1000' } });
+    ({ app: withOperators } = await buildOperatorTestApp(tokenCtx));
+    ({ app: tokenOnly } = await buildOperatorTestApp(tokenCtx, null));
+  });
+  afterAll(async () => {
+    await withOperators?.close();
+    await tokenOnly?.close();
+    await tokenCtx?.close();
+  });
+
+  it('answers the token as Prometheus sends it, beside the operator credentials', async () => {
+    for (const target of [withOperators, tokenOnly]) {
+      const res = await target.inject({ method: 'GET', url: '/metrics', headers: { authorization: `Bearer ${TOKEN}` } });
+      expect(res.statusCode).toBe(200);
+      expect(res.body).toContain('# TYPE di_queue_jobs gauge');
+    }
+    expect((await withOperators.inject({ method: 'GET', url: '/metrics', headers: AUTHORIZED })).statusCode).toBe(200);
+  });
+
+  it('refuses a wrong token, and the token anywhere but /metrics', async () => {
+    const wrong = await withOperators.inject({ method: 'GET', url: '/metrics', headers: { authorization: `Bearer ${TOKEN}x` } });
+    expect(wrong.statusCode).toBe(401);
+    expect(wrong.json()).toMatchObject({ code: 'authentication_failed' });
+    const dashboard = await withOperators.inject({ method: 'GET', url: '/admin/queues/api/queues', headers: { authorization: `Bearer ${TOKEN}` } });
+    expect(dashboard.statusCode).toBe(401);
+    expect(dashboard.json()).toMatchObject({ code: 'not_authenticated' });
+  });
+
+  it('is refused at start-up when it is too short to be a secret', () => {
+    expect(() => loadConfig({ NODE_ENV: 'test', METRICS_TOKEN: 'short' })).toThrow(/METRICS_TOKEN must be at least 32 characters/);
+    expect(() => loadConfig({ NODE_ENV: 'test', METRICS_TOKEN: `${'x'.repeat(32)} y` })).toThrow(/METRICS_TOKEN must be printable ASCII without spaces/);
   });
 });
