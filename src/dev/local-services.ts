@@ -167,9 +167,22 @@ async function binaries(): Promise<Binaries> {
   return bin;
 }
 
-/** PostgreSQL refuses to run as root: as root, it runs as the `postgres` user, which must exist. */
+/**
+ * PostgreSQL refuses to run as root: as root, it runs as the `postgres` user, which must exist. The
+ * user is read from /etc/passwd (no program on PATH needed), else asked of `id`.
+ */
 function runAs(): { uid: number; gid: number } | undefined {
   if (process.getuid?.() !== 0) return undefined;
+  const fromPasswd = (() => {
+    try {
+      const line = readFileSync('/etc/passwd', 'utf8').split('\n').find((l) => l.startsWith('postgres:'));
+      const [, , uid, gid] = line?.split(':') ?? [];
+      return uid !== undefined && gid !== undefined ? { uid: Number(uid), gid: Number(gid) } : undefined;
+    } catch {
+      return undefined;
+    }
+  })();
+  if (fromPasswd && Number.isInteger(fromPasswd.uid) && Number.isInteger(fromPasswd.gid)) return fromPasswd;
   const id = (flag: string) => spawnSync('id', [flag, 'postgres'], { encoding: 'utf8' });
   const u = id('-u');
   const g = id('-g');
