@@ -1,10 +1,8 @@
 import type { FastifyInstance } from 'fastify';
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
 import { sql } from 'kysely';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { PipelineObserver } from './pipeline/pipeline.js';
-import { projectRoot } from './project-root.js';
+import { PACKAGE_VERSION } from './project-root.js';
 import { within } from './timeout.js';
 import type { Deps } from './deps.js';
 
@@ -31,7 +29,7 @@ export interface Metrics {
 
 /** This build: the package's version, and the commit when the build says which (BUILD_COMMIT, else GIT_COMMIT). */
 const BUILD = {
-  version: (JSON.parse(readFileSync(path.join(projectRoot, 'package.json'), 'utf8')) as { version: string }).version,
+  version: PACKAGE_VERSION,
   commit: process.env.BUILD_COMMIT || process.env.GIT_COMMIT || 'unknown',
 };
 

@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -14,3 +14,6 @@ function findRoot(start: string): string {
 }
 
 export const projectRoot = findRoot(path.dirname(fileURLToPath(import.meta.url)));
+
+/** The package's version (package.json): importctl --version and di_build_info. */
+export const PACKAGE_VERSION = (JSON.parse(readFileSync(path.join(projectRoot, 'package.json'), 'utf8')) as { version: string }).version;

@@ -173,11 +173,8 @@ export class ApiClient {
   }
 
   /** The failed items as the service's CSV, as a byte stream so a large batch is never held in memory. */
-  async failuresCsv(batchId: string): Promise<AsyncIterable<Uint8Array>> {
-    const res = await this.#authorized('GET', `${batchPath(batchId)}items/?state=failed`, { headers: { accept: 'text/csv' } });
-    if (!res.ok) await this.#refuse(res);
-    // Node's web stream is async-iterable, which the DOM-shaped type does not declare.
-    return (res.body ?? (async function* () {})()) as AsyncIterable<Uint8Array>;
+  failuresCsv(batchId: string): Promise<AsyncIterable<Uint8Array>> {
+    return this.#csv(`${batchPath(batchId)}items/?state=failed`);
   }
 
   /** A supplier's batches, newest first, following the Link header page by page. */
@@ -198,9 +195,15 @@ export class ApiClient {
   }
 
   /** Every difference of the reconciliation as the service's CSV, as a byte stream. */
-  async reconciliationCsv(batchId: string): Promise<AsyncIterable<Uint8Array>> {
-    const res = await this.#authorized('GET', `${batchPath(batchId)}reconciliation/`, { headers: { accept: 'text/csv' } });
+  reconciliationCsv(batchId: string): Promise<AsyncIterable<Uint8Array>> {
+    return this.#csv(`${batchPath(batchId)}reconciliation/`);
+  }
+
+  /** A CSV answer as a byte stream, so a large batch is never held in memory. */
+  async #csv(path: string): Promise<AsyncIterable<Uint8Array>> {
+    const res = await this.#authorized('GET', path, { headers: { accept: 'text/csv' } });
     if (!res.ok) await this.#refuse(res);
+    // Node's web stream is async-iterable, which the DOM-shaped type does not declare.
     return (res.body ?? (async function* () {})()) as AsyncIterable<Uint8Array>;
   }
 

@@ -191,12 +191,7 @@ Exit status:
         return EXIT_OK;
       }
       if (opts.csv) {
-        const writer = stdoutWriter(io);
-        const decoder = new TextDecoder();
-        for await (const chunk of await client.failuresCsv(id)) {
-          if (!(await writer.write(decoder.decode(chunk, { stream: true })))) return EXIT_OK;
-        }
-        await writer.write(decoder.decode());
+        await copyToStdout(io, await client.failuresCsv(id));
         return EXIT_OK;
       }
       const items = await client.failures(id);
@@ -224,12 +219,7 @@ Exit status:
     run(async (config) => {
       const client = clientFor(opts, config);
       if (opts.csv) {
-        const writer = stdoutWriter(io);
-        const decoder = new TextDecoder();
-        for await (const chunk of await client.reconciliationCsv(id)) {
-          if (!(await writer.write(decoder.decode(chunk, { stream: true })))) return EXIT_OK;
-        }
-        await writer.write(decoder.decode());
+        await copyToStdout(io, await client.reconciliationCsv(id));
         return EXIT_OK;
       }
       const report = await client.reconciliation(id);
@@ -671,6 +661,16 @@ function bytes(n: number): string {
  * Writes to stdout waiting for 'drain' when the reader is slower, so a million-line cohort piped to
  * a slow consumer is never buffered in memory. Resolves to false once the reader has gone (EPIPE).
  */
+/** Bytes (the service's CSV) to stdout as they arrive; stops quietly when the reader has gone. */
+async function copyToStdout(io: CohortCliIo, bytes: AsyncIterable<Uint8Array>): Promise<void> {
+  const writer = stdoutWriter(io);
+  const decoder = new TextDecoder();
+  for await (const chunk of bytes) {
+    if (!(await writer.write(decoder.decode(chunk, { stream: true })))) return;
+  }
+  await writer.write(decoder.decode());
+}
+
 function stdoutWriter(io: CohortCliIo): { write(text: string): Promise<boolean> } {
   const stream = io.streams?.stdout;
   if (!stream) {

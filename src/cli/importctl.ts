@@ -1,7 +1,6 @@
 #!/usr/bin/env node
-import { readFileSync, realpathSync } from 'node:fs';
+import { realpathSync } from 'node:fs';
 import { userInfo } from 'node:os';
-import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import { actingAs, listAudit, recordAudit, type AuditEntry } from '../audit/audit-log.js';
@@ -20,7 +19,7 @@ import { isReferenceKind, REFERENCE_KINDS, type ReferenceKind } from '../imports
 import { findSupplierByCode } from '../imports/suppliers/supplier.repository.js';
 import { createSupplier, listSuppliers, parseSupplierStatus, setSupplierDefaultTeam, setSupplierStatus } from '../imports/suppliers/supplier.service.js';
 import { createTeam, listTeams } from '../imports/teams/team.service.js';
-import { projectRoot } from '../project-root.js';
+import { PACKAGE_VERSION } from '../project-root.js';
 import { registerCohortCommands } from './cohort-commands.js';
 
 /** Where the CLI writes; tests pass their own so that main() runs without touching the process. */
@@ -47,8 +46,6 @@ class UsageError extends Error {
 class CliFailure extends Error {
   override readonly name = 'CliFailure';
 }
-
-const VERSION = (JSON.parse(readFileSync(path.join(projectRoot, 'package.json'), 'utf8')) as { version: string }).version;
 
 const HELP_FOOTER = `
 Configuration comes from the environment (DATABASE_URL, …), as for the server; Redis is not used.
@@ -78,7 +75,7 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
       outputError: (s) => fail(s.replace(/^error:\s*/, '')),
     })
     .showSuggestionAfterError(true)
-    .version(VERSION, '-V, --version', 'print the version')
+    .version(PACKAGE_VERSION, '-V, --version', 'print the version')
     .addHelpText('after', HELP_FOOTER);
 
   // Each action only records what to run: configuration and the database are opened after parsing,
