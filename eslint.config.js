@@ -14,6 +14,11 @@ export default tseslint.config(
     },
   },
   {
+    // The console's browser script.
+    files: ['src/console/static/**/*.js'],
+    languageOptions: { globals: { document: 'readonly', window: 'readonly', EventSource: 'readonly' } },
+  },
+  {
     files: ['src/cli/**', 'src/contract/extract.ts', 'src/contract/generate.ts', 'src/contract/rules-doc.ts', 'bench/**'],
     rules: { 'no-console': 'off' },
   },

@@ -140,6 +140,9 @@ const envSchema = z
     TRUST_PROXY: trustProxySchema,
     OPERATOR_USER: z.string().regex(/^[^:]+$/, 'must not be empty nor contain ":" (HTTP Basic cannot carry it)').optional(),
     OPERATOR_PASSWORD: z.string().min(12, 'must be at least 12 characters').optional(),
+    /** Console sessions end after this long without a request, and this long after sign-in whatever happens. */
+    CONSOLE_SESSION_IDLE_MINUTES: optionalInt(30).pipe(z.number().int().min(1).max(24 * 60)),
+    CONSOLE_SESSION_MAX_HOURS: optionalInt(12).pipe(z.number().int().min(1).max(7 * 24)),
     /** A bearer token Prometheus may scrape /metrics with, instead of the operator credentials. */
     METRICS_TOKEN: z.string().min(32, 'must be at least 32 characters').regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces').optional(),
   })
@@ -227,7 +230,9 @@ export interface Config {
   readonly loginFailureWindowS: number;
   /** Passed to Fastify's trustProxy, so request.ip is the client behind a load balancer. */
   readonly trustProxy: TrustProxy;
-  /** Operator credentials for the dashboard and /metrics; unset: those routes refuse everyone. */
+  /** Console sessions (/admin/): idle timeout and absolute lifetime, in ms. */
+  readonly consoleSession: { readonly idleMs: number; readonly maxMs: number };
+  /** HTTP Basic credentials for /metrics (the console has operator accounts of its own); unset: only METRICS_TOKEN. */
   readonly operator: { readonly user: string; readonly password: string } | undefined;
   /** Bearer token for /metrics (Prometheus `authorization: { credentials }`); undefined: only the operator credentials. */
   readonly metricsToken: string | undefined;
@@ -339,6 +344,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, opts: LoadConfi
     trustProxy: e.TRUST_PROXY,
     emailFrom: e.EMAIL_FROM,
     metricsToken: e.METRICS_TOKEN,
+    consoleSession: Object.freeze({ idleMs: e.CONSOLE_SESSION_IDLE_MINUTES * 60_000, maxMs: e.CONSOLE_SESSION_MAX_HOURS * 3_600_000 }),
     operator:
       e.OPERATOR_USER !== undefined && e.OPERATOR_PASSWORD !== undefined
         ? Object.freeze({ user: e.OPERATOR_USER, password: e.OPERATOR_PASSWORD })

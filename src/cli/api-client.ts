@@ -207,8 +207,11 @@ export class ApiClient {
     return (res.body ?? (async function* () {})()) as AsyncIterable<Uint8Array>;
   }
 
-  retry(batchId: string, externalAccountNumbers?: readonly string[]): Promise<{ requeued: number }> {
-    const body = externalAccountNumbers && externalAccountNumbers.length > 0 ? { external_account_numbers: externalAccountNumbers } : {};
+  retry(batchId: string, externalAccountNumbers?: readonly string[], code?: string): Promise<{ requeued: number }> {
+    const body = {
+      ...(externalAccountNumbers && externalAccountNumbers.length > 0 ? { external_account_numbers: externalAccountNumbers } : {}),
+      ...(code !== undefined ? { code } : {}),
+    };
     return this.#call('POST', `${batchPath(batchId)}retry/`, { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
   }
 

@@ -233,10 +233,11 @@ Exit status:
       .command('retry')
       .description('Re-run failed items from the stage where they failed (lines that were not bundles cannot be retried).')
       .argument('<batch_id>', 'the id upload printed', batchId)
-      .option('--account <ext>', 'only this external account number (repeat for several)', (v: string, prev: string[] = []) => [...prev, v]),
-  ).action((id: string, opts: ApiOpts & { account?: string[] }) =>
+      .option('--account <ext>', 'only this external account number (repeat for several)', (v: string, prev: string[] = []) => [...prev, v])
+      .option('--code <code>', "only the items that failed with this error code (as 'batch failures' shows it)"),
+  ).action((id: string, opts: ApiOpts & { account?: string[]; code?: string }) =>
     run(async (config) => {
-      const { requeued } = await clientFor(opts, config).retry(id, opts.account);
+      const { requeued } = await clientFor(opts, config).retry(id, opts.account, opts.code);
       out(`requeued ${requeued} item(s) of batch ${id}`);
       return EXIT_OK;
     }),

@@ -20,7 +20,21 @@ import { findSupplierByCode } from '../imports/suppliers/supplier.repository.js'
 import { createSupplier, listSuppliers, parseSupplierStatus, setSupplierDefaultTeam, setSupplierStatus } from '../imports/suppliers/supplier.service.js';
 import { createTeam, listTeams } from '../imports/teams/team.service.js';
 import { PACKAGE_VERSION } from '../project-root.js';
+import {
+  createOperator,
+  generatePassword,
+  isOperatorRole,
+  listOperators,
+  MAX_PASSWORD_LENGTH,
+  OperatorProblem,
+  passwordProblem,
+  setOperatorDisabled,
+  setOperatorPassword,
+  setOperatorRole,
+} from '../console/operators.js';
+import type { OperatorRole } from '../db/database.js';
 import { registerCohortCommands } from './cohort-commands.js';
+import { registerWebhookCommands } from './webhook-commands.js';
 
 /** Where the CLI writes; tests pass their own so that main() runs without touching the process. */
 export interface CliIo {
@@ -29,6 +43,8 @@ export interface CliIo {
   env: NodeJS.ProcessEnv;
   /** The process's own streams when running as the program: for backpressure and terminal progress bars. */
   streams?: { stdout: NodeJS.WriteStream; stderr: NodeJS.WriteStream };
+  /** What `--password-stdin` reads; the process's stdin when running as the program. */
+  stdin?: NodeJS.ReadableStream;
 }
 
 export const EXIT_OK = 0;
@@ -363,9 +379,104 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
       }),
     );
 
+  const operator = program.command('operator').description('Operator accounts for the console at /admin/ (viewers see; operators act).');
+  /** The password: read from stdin (its first line) with --password-stdin, else generated and printed once. */
+  const passwordFor = async (opts: { passwordStdin?: boolean }): Promise<{ password: string; generated: boolean }> => {
+    if (!opts.passwordStdin) return { password: generatePassword(), generated: true };
+    if (!io.stdin) throw new UsageError('--password-stdin needs a standard input');
+    let text = '';
+    for await (const chunk of io.stdin) {
+      text += String(chunk);
+      if (text.length > MAX_PASSWORD_LENGTH + 2) break;
+    }
+    const password = text.split(/\r?\n/)[0] ?? '';
+    const problem = passwordProblem(password);
+    if (problem) throw new UsageError(problem);
+    return { password, generated: false };
+  };
+  const roleArg = (v: string): OperatorRole => {
+    if (!isOperatorRole(v)) throw new InvalidArgumentError('Expected viewer or operator.');
+    return v;
+  };
+  const operatorFailure = (err: unknown): never => {
+    if (err instanceof OperatorProblem) throw new CliFailure(err.message);
+    throw err;
+  };
+  const printPassword = (name: string, p: { password: string; generated: boolean }) => {
+    if (!p.generated) return;
+    out(`warning: the password of '${name}' is shown only once; hand it over now (they sign in at /admin/sign-in).`);
+    out(p.password);
+  };
+  operator
+    .command('create')
+    .description('Create an operator; without --password-stdin a password is generated and printed once, alone on the last line.')
+    .argument('<name>', "sign-in name: lower-case letters, digits, '.', '_' or '-'")
+    .requiredOption('--role <role>', 'viewer (sees everything, changes nothing) or operator (also acts)', roleArg)
+    .option('--password-stdin', 'read the password from the first line of standard input (at least 12 characters)')
+    .action((name: string, opts: { role: OperatorRole; passwordStdin?: boolean }) =>
+      withDb(async (db) => {
+        const p = await passwordFor(opts);
+        await createOperator(db, name, opts.role, p.password).catch(operatorFailure);
+        out(`created ${opts.role} '${name}'`);
+        printPassword(name, p);
+      }),
+    );
+  operator
+    .command('set-password')
+    .description('Give an operator a new password; their sessions end. Generated and printed once unless --password-stdin.')
+    .argument('<name>', 'operator name')
+    .option('--password-stdin', 'read the password from the first line of standard input')
+    .action((name: string, opts: { passwordStdin?: boolean }) =>
+      withDb(async (db) => {
+        const p = await passwordFor(opts);
+        await setOperatorPassword(db, name, p.password).catch(operatorFailure);
+        out(`new password set for '${name}'; their sessions have ended`);
+        printPassword(name, p);
+      }),
+    );
+  operator
+    .command('set-role')
+    .description("Change an operator's role; it applies from their next request.")
+    .argument('<name>', 'operator name')
+    .argument('<role>', 'viewer or operator', roleArg)
+    .action((name: string, role: OperatorRole) =>
+      withDb(async (db) => {
+        await setOperatorRole(db, name, role).catch(operatorFailure);
+        out(`'${name}' is now a ${role}`);
+      }),
+    );
+  for (const [command, disabled] of [['disable', true], ['enable', false]] as const) {
+    operator
+      .command(command)
+      .description(disabled ? 'Stop an operator signing in; their sessions end at their next request.' : 'Let a disabled operator sign in again.')
+      .argument('<name>', 'operator name')
+      .action((name: string) =>
+        withDb(async (db) => {
+          await setOperatorDisabled(db, name, disabled).catch(operatorFailure);
+          out(`'${name}' ${disabled ? 'disabled' : 'enabled'}`);
+        }),
+      );
+  }
+  operator
+    .command('list')
+    .description('List operators.')
+    .option('--json', 'as JSON')
+    .action((opts: { json?: boolean }) =>
+      withDb(async (db) => {
+        const rows = await listOperators(db);
+        const at = (d: Date | null) => (d === null ? null : formatDatetime(d));
+        if (opts.json) {
+          out(JSON.stringify(rows.map((r) => ({ name: r.name, role: r.role, created_at: at(r.created_at), password_set_at: at(r.password_set_at), disabled_at: at(r.disabled_at) })), null, 2));
+          return;
+        }
+        table(out, ['NAME', 'ROLE', 'CREATED_AT', 'DISABLED_AT'], rows.map((r) => [r.name, r.role, formatDatetime(r.created_at), at(r.disabled_at) ?? '']));
+      }),
+    );
+
   registerCohortCommands(program, io, (j) => {
     job = j;
   });
+  registerWebhookCommands(program, io, (j) => void (job = j));
 
   try {
     await program.parseAsync(argv, { from: 'user' });
@@ -492,6 +603,7 @@ export function runAsProgram(): void {
     err: (s) => process.stderr.write(s),
     env: process.env,
     streams: { stdout: process.stdout, stderr: process.stderr },
+    stdin: process.stdin,
   }).then(
     (code) => {
       // exitCode rather than exit(): pending stdout is flushed, and a handle left open would show up as a hang.

@@ -389,7 +389,54 @@ export interface AuditLogTable {
   detail: ColumnType<Record<string, unknown>, string | undefined, never>;
 }
 
-export type AuditTargetKind = 'batch' | 'supplier' | 'team' | 'api_key' | 'reference' | 'account';
+export type AuditTargetKind = 'batch' | 'supplier' | 'team' | 'api_key' | 'reference' | 'account' | 'operator';
+
+export type OperatorRole = 'viewer' | 'operator';
+
+export interface OperatorsTable {
+  id: Generated<string> & Id;
+  name: string;
+  role: OperatorRole;
+  password_hash: string;
+  created_at: CreatedAt;
+  password_set_at: CreatedAt;
+  disabled_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+}
+
+/** A supplier's webhook URL and the events it is sent (migrations/013_webhooks.sql). */
+export interface SupplierWebhooksTable {
+  id: Generated<string>;
+  supplier_id: string;
+  url: string;
+  /** The signing secret, whsec_<base64>: never logged, shown once when added. */
+  secret: string;
+  events: ColumnType<WebhookEventType[], WebhookEventType[], WebhookEventType[]>;
+  created_at: CreatedAt;
+  disabled_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+}
+
+export type WebhookEventType = 'batch.finished' | 'account.failed';
+export type WebhookDeliveryState = 'pending' | 'delivered' | 'failed';
+
+/** One event for one webhook: the outbox row, and what its last attempt got back. */
+export interface WebhookDeliveriesTable {
+  id: Generated<string>;
+  webhook_id: string;
+  supplier_id: string;
+  batch_id: string | null;
+  event_id: string;
+  event_type: WebhookEventType;
+  payload: ColumnType<unknown, string, never>;
+  created_at: CreatedAt;
+  state: ColumnType<WebhookDeliveryState, WebhookDeliveryState | undefined, WebhookDeliveryState>;
+  attempts: ColumnType<number, number | undefined, number>;
+  last_status_code: ColumnType<number | null, number | null | undefined, number | null>;
+  last_error: ColumnType<string | null, string | null | undefined, string | null>;
+  last_response: ColumnType<string | null, string | null | undefined, string | null>;
+  last_attempt_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+  delivered_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+  enqueued_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+}
 
 export interface BatchItemsTable {
   batch_id: string;
@@ -441,6 +488,9 @@ export interface Database {
   batch_items: BatchItemsTable;
   scheduled_imports: ScheduledImportsTable;
   audit_log: AuditLogTable;
+  supplier_webhooks: SupplierWebhooksTable;
+  webhook_deliveries: WebhookDeliveriesTable;
+  operators: OperatorsTable;
   customer_emails: CustomerEmailsTable;
   reference_values: ReferenceValuesTable;
   reference_versions: ReferenceVersionsTable;

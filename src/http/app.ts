@@ -16,6 +16,7 @@ import { installRequestTimeouts, timeoutServerOptions } from './request-timeouts
 import { scopeOf, type RouteDef } from './route.js';
 import { createMetrics, type Metrics } from '../metrics.js';
 import { registerOperatorRoutes } from './operator.js';
+import { registerConsole } from '../console/console.js';
 import { accountRoutes } from './routes/accounts.js';
 import { batchRoutes } from './routes/batches.js';
 import { extrasRoutes } from './routes/extras.js';
@@ -153,6 +154,7 @@ export async function buildApp(deps: Deps): Promise<BuiltApp> {
   app.get('/openapi.json', async () => openapi);
   registerDocs(app);
   await registerOperatorRoutes(app, deps, metrics, deps.config.operator);
+  await registerConsole(app, deps, services);
 
   return { app, routes, services, metrics };
 }

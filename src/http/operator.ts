@@ -1,18 +1,13 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { createBullBoard } from '@bull-board/api';
-import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
-import { FastifyAdapter } from '@bull-board/fastify';
 import fastifyBasicAuth from '@fastify/basic-auth';
 import fastifyHelmet from '@fastify/helmet';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Queue } from 'bullmq';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import type { Deps } from '../deps.js';
 import { AppError, type ErrorEnvelope } from '../errors.js';
 import { toAppError } from '../app-errors.js';
 import type { Metrics } from '../metrics.js';
 
-export const DASHBOARD_BASE_PATH = '/admin/queues';
 export const METRICS_PATH = '/metrics';
 export const OPERATOR_REALM = 'operators';
 
@@ -35,13 +30,14 @@ class WrongCredentials extends Error {
 }
 
 /**
- * The operator surface: the bull-board dashboard under /admin/queues and Prometheus /metrics, both behind
- * HTTP Basic. Everything lives in one encapsulated plugin so the auth, helmet and cache hooks touch
- * nothing else. Without credentials every request is refused and the dashboard is not even mounted.
+ * Prometheus /metrics, behind credentials of its own, as a scraper sends them: the scrape token
+ * (METRICS_TOKEN, a bearer) or HTTP Basic (OPERATOR_USER / OPERATOR_PASSWORD). People use the console
+ * (src/console/), with operator accounts of their own. Everything lives in one encapsulated plugin so
+ * the auth, helmet and cache hooks touch nothing else. Without either, every scrape is refused.
  */
 export async function registerOperatorRoutes(
   app: FastifyInstance,
-  deps: Pick<Deps, 'queues' | 'log' | 'redis' | 'config'>,
+  deps: Pick<Deps, 'log' | 'redis' | 'config'>,
   metrics: Metrics,
   credentials?: OperatorCredentials,
 ): Promise<void> {
@@ -49,8 +45,8 @@ export async function registerOperatorRoutes(
   if (credentials === undefined) {
     deps.log.warn(
       metricsToken === undefined
-        ? 'OPERATOR_USER/OPERATOR_PASSWORD not set: the queue dashboard is not mounted and /metrics refuses every request'
-        : 'OPERATOR_USER/OPERATOR_PASSWORD not set: the queue dashboard is not mounted; /metrics answers METRICS_TOKEN only',
+        ? 'neither METRICS_TOKEN nor OPERATOR_USER/OPERATOR_PASSWORD is set: /metrics refuses every request'
+        : 'OPERATOR_USER/OPERATOR_PASSWORD not set: /metrics answers METRICS_TOKEN only',
     );
   }
   const expected = credentials && { user: sha256(credentials.user), password: sha256(credentials.password) };
@@ -68,7 +64,7 @@ export async function registerOperatorRoutes(
   await app.register(async (scope) => {
     // Before the guard, so refusals carry the security headers too.
     await scope.register(fastifyHelmet, {
-      contentSecurityPolicy: { useDefaults: false, directives: DASHBOARD_CSP },
+      contentSecurityPolicy: { useDefaults: false, directives: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] } },
       frameguard: { action: 'deny' },
       referrerPolicy: { policy: 'no-referrer' },
     });
@@ -85,9 +81,7 @@ export async function registerOperatorRoutes(
       },
     });
 
-    // onRequest: refused before any body is read or any handler (or static file lookup) runs.
-    // Replies are sent here instead of passing an error on: bull-board installs its own error handler,
-    // which would otherwise answer its format (and a 500) instead of the interface's envelope.
+    // onRequest: refused before any body is read or any handler runs.
     scope.addHook('onRequest', async (request, reply) => {
       try {
         // With METRICS_TOKEN set, /metrics also takes it (`Authorization: Bearer …`), as Prometheus sends it.
@@ -122,7 +116,7 @@ export async function registerOperatorRoutes(
     });
 
     scope.addHook('onSend', async (_request, reply, payload) => {
-      // Job data and metrics are operational data: keep them out of shared caches. Static assets set their own.
+      // Metrics are operational data: keep them out of shared caches.
       if (!reply.hasHeader('cache-control')) reply.header('cache-control', 'no-store');
       return payload;
     });
@@ -132,24 +126,6 @@ export async function registerOperatorRoutes(
       return reply.type(metrics.registry.contentType).send(body);
     });
 
-    await scope.register(
-      async (dashboard) => {
-        // Unknown dashboard paths go through the guard as well, so probing them without credentials learns nothing.
-        dashboard.setNotFoundHandler((request, reply) =>
-          reply.code(404).send({ detail: `No endpoint ${request.method} ${request.url.split('?')[0]}.`, code: 'not_found', errors: [] } satisfies ErrorEnvelope),
-        );
-        if (credentials === undefined) return;
-        const serverAdapter = new FastifyAdapter();
-        serverAdapter.setBasePath(DASHBOARD_BASE_PATH);
-        createBullBoard({
-          queues: Object.values(deps.queues).map((q: Queue) => new BullMQAdapter(q)),
-          serverAdapter,
-          options: { uiConfig: { boardTitle: 'Data import queues' } },
-        });
-        await dashboard.register(serverAdapter.registerPlugin());
-      },
-      { prefix: DASHBOARD_BASE_PATH },
-    );
   });
 }
 
@@ -167,26 +143,3 @@ function refuse(request: FastifyRequest, reply: FastifyReply, err: Error): Fasti
     .header('www-authenticate', `Basic realm="${OPERATOR_REALM}", charset="UTF-8"`)
     .send(body);
 }
-
-/**
- * What the bull-board UI needs, checked against @bull-board/ui 9.10 (index.ejs and its bundles):
- * - scripts: only same-origin files; the inline `__UI_CONFIG__` block is type application/json, which CSP does not run;
- * - styles: inline `style` attributes and a `<style>` block in index.ejs, `<style>` elements created at run time
- *   (theme overrides, the code editor), and the Google Fonts stylesheet;
- * - fonts from fonts.gstatic.com; data: images; a same-origin web worker (syntax highlighting); XHR to its own API.
- * No upgrade-insecure-requests: operators reaching the service over plain HTTP (port-forward) would get a blank page.
- */
-const DASHBOARD_CSP = {
-  defaultSrc: ["'self'"],
-  baseUri: ["'self'"],
-  scriptSrc: ["'self'"],
-  scriptSrcAttr: ["'none'"],
-  styleSrc: ["'self'", "'unsafe-inline'", 'https://fonts.googleapis.com'],
-  fontSrc: ["'self'", 'https://fonts.gstatic.com', 'data:'],
-  imgSrc: ["'self'", 'data:'],
-  connectSrc: ["'self'"],
-  workerSrc: ["'self'"],
-  objectSrc: ["'none'"],
-  formAction: ["'self'"],
-  frameAncestors: ["'none'"],
-};

@@ -18,9 +18,16 @@ export interface RequestTimeouts {
   readonly bodyIdleMs: number;
 }
 
-/** A streamed body: the cohort upload reads it line by line for as long as it lasts. */
-const isStreamed = (raw: IncomingMessage): boolean =>
-  (raw.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase() === 'application/x-ndjson';
+const mediaType = (raw: IncomingMessage): string => (raw.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+
+/**
+ * A form upload: @fastify/multipart reads the request itself (request.raw), never the parser's
+ * payload, so such a body is watched but not passed through (an unread pass-through would stall it).
+ */
+const isMultipart = (raw: IncomingMessage): boolean => mediaType(raw) === 'multipart/form-data';
+
+/** A streamed body: the cohort upload (NDJSON, or the console's form) reads it line by line for as long as it lasts. */
+const isStreamed = (raw: IncomingMessage): boolean => mediaType(raw) === 'application/x-ndjson' || isMultipart(raw);
 
 /** As Node and Fastify decide it: a request has a body when it says so by its length or its encoding. */
 const hasBody = (raw: IncomingMessage): boolean =>
@@ -153,7 +160,7 @@ export function installRequestTimeouts(app: FastifyInstance, t: RequestTimeouts)
 
   app.addHook('preParsing', (req, _reply, payload, done) => {
     const w = watches.get(req.raw);
-    if (!w || payload !== req.raw) {
+    if (!w || payload !== req.raw || isMultipart(req.raw)) {
       done(null, payload);
       return;
     }

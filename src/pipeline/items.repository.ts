@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { BatchKind, BatchState, Executor, ItemStage, ItemState } from '../db/database.js';
 import { SUPPLIER_COLUMNS_JOINED, type SupplierColumnsJoined } from '../imports/suppliers/supplier.repository.js';
+import { insertAccountFailedDeliveries, insertBatchFinishedDeliveries } from '../webhooks/outbox.js';
 import type { Stage, StageJobData } from './routing.js';
 
 // Every statement on batch_items lives here: the pipeline owns where each item stands. The set
@@ -63,29 +64,26 @@ export interface FinishedBatch {
   finished_at: Date;
 }
 
-/** finishIfDone, answering the batch it closed (null when it was not done, or closed already). */
+/**
+ * finishIfDone, answering the batch it closed (null when it was not done, or closed already). The
+ * batch's batch.finished webhook deliveries are written by the same statement (src/webhooks/outbox.ts).
+ */
 export async function finishBatch(db: Executor, batchId: string, now: Date): Promise<FinishedBatch | null> {
-  const row = await db
-    .updateTable('batches')
-    .set({
-      state: sql<BatchState>`CASE
-        WHEN cancel_requested_at IS NOT NULL THEN 'CANCELLED'
-        WHEN EXISTS (SELECT 1 FROM batch_items WHERE batch_id = ${batchId} AND state = 'failed') THEN 'COMPLETED_WITH_ERRORS'
-        ELSE 'COMPLETED' END`,
-      finished_at: now,
-    })
-    .where('id', '=', batchId)
-    .where('state', '=', 'RUNNING')
-    .where((eb) =>
-      eb.not(eb.exists(eb.selectFrom('batch_items').select('line').where('batch_id', '=', batchId).where('state', 'in', OPEN_STATES))),
-    )
-    .returning((eb) => [
-      'state',
-      'created_at',
-      'finished_at',
-      eb.selectFrom('import_suppliers as s').select('s.code').whereRef('s.id', '=', 'batches.import_supplier_id').as('supplier_code'),
-    ])
-    .executeTakeFirst();
+  const { rows } = await sql<{ supplier_code: string | null; state: BatchState; created_at: Date; finished_at: Date | null }>`
+    WITH finished AS (
+      UPDATE batches SET
+        state = CASE
+          WHEN cancel_requested_at IS NOT NULL THEN 'CANCELLED'
+          WHEN EXISTS (SELECT 1 FROM batch_items WHERE batch_id = ${batchId} AND state = 'failed') THEN 'COMPLETED_WITH_ERRORS'
+          ELSE 'COMPLETED' END,
+        finished_at = ${now}
+      WHERE id = ${batchId} AND state = 'RUNNING'
+        AND NOT EXISTS (SELECT 1 FROM batch_items WHERE batch_id = ${batchId} AND state = ANY (${[...OPEN_STATES]}::text[]))
+      RETURNING id, import_supplier_id, dry_run, state, total_items, created_at, finished_at
+    ), outbox AS (${insertBatchFinishedDeliveries('finished')})
+    SELECT (SELECT s.code FROM import_suppliers s WHERE s.id = f.import_supplier_id) AS supplier_code, f.state, f.created_at, f.finished_at
+    FROM finished f`.execute(db);
+  const row = rows[0];
   return row ? { supplier_code: row.supplier_code ?? '', state: row.state, created_at: row.created_at, finished_at: row.finished_at ?? now } : null;
 }
 
@@ -157,9 +155,10 @@ export async function listSucceededBundles(db: Executor, batchId: string, afterL
 
 /**
  * Sends failed items back to where they failed, in a new round (a fresh job id); parse failures
- * cannot be retried. Only the given external account numbers, when given. Answers how many.
+ * cannot be retried. Only the given external account numbers, and only those that failed with the
+ * given code, when given. Answers how many.
  */
-export async function requeueFailed(db: Executor, batchId: string, externalAccountNumbers?: readonly string[]): Promise<number> {
+export async function requeueFailed(db: Executor, batchId: string, externalAccountNumbers?: readonly string[], code?: string): Promise<number> {
   const rows = await db
     .updateTable('batch_items')
     .set({ state: 'waiting', round: sql`round + 1`, attempts: 0, error: null, updated_at: sql`now()` })
@@ -168,6 +167,8 @@ export async function requeueFailed(db: Executor, batchId: string, externalAccou
     .where('stage', '!=', 'parse')
     // = ANY(array): one parameter however many numbers (a list of 100,000 would pass PostgreSQL's 65,535).
     .$if(externalAccountNumbers !== undefined, (q) => q.where(sql<boolean>`external_account_number = any(${[...externalAccountNumbers!]}::text[])`))
+    // Only the items whose envelope has this code (the console's "retry one code").
+    .$if(code !== undefined, (q) => q.where(sql<boolean>`error->>'code' = ${code!}`))
     .returning(['line'])
     .execute();
   return rows.length;
@@ -313,7 +314,9 @@ export async function recordItems(
 ): Promise<Map<string, ItemState>> {
   if (records.length === 0) return new Map();
   const col = <T>(f: (r: (typeof records)[number]) => T) => records.map(f);
+  // The account.failed webhook deliveries of the items recorded failed are written by the same statement (src/webhooks/outbox.ts).
   const { rows } = await sql<{ batch_id: string; line: number; round: number; state: ItemState }>`
+    WITH recorded AS (
     UPDATE batch_items i SET
       stage = CASE WHEN v.kind = 'failed' THEN v.at WHEN v.next IS NOT NULL THEN v.next ELSE i.stage END,
       state = CASE
@@ -339,7 +342,9 @@ export async function recordItems(
     WHERE i.batch_id = v.batch_id AND i.line = v.line AND i.round = v.round
       AND i.stage = v.claimed AND i.state = 'active'
       AND b.id = i.batch_id
-    RETURNING i.batch_id, i.line, i.round, i.state`.execute(ex);
+    RETURNING i.batch_id, i.line, i.round, i.state, i.stage, i.external_account_number, i.error, b.import_supplier_id, b.dry_run
+    ), outbox AS (${insertAccountFailedDeliveries('recorded')})
+    SELECT batch_id, line, round, state FROM recorded`.execute(ex);
   return new Map(rows.map((r) => [itemKey(r), r.state]));
 }
 

@@ -24,6 +24,7 @@ import {
   type ClaimedItem,
   type ItemRecord,
 } from './items.repository.js';
+import { recordAccountFailedEvents } from '../webhooks/outbox.js';
 import { nextStageOf, queueForStage, type Stage, type StageJobData } from './routing.js';
 
 /** A set's step: what it recorded for each item (with the item's own error, for a failure) and the states that left. */
@@ -476,7 +477,11 @@ export function createPipeline(deps: PipelineDeps, services: Services) {
     try {
       if (m.lastAttempt) {
         const e = toAppError(err);
-        await setItem(db, m, { stage: claimedAt ?? stage, state: 'failed', error: e.body() }, claimedAt);
+        // Failed here one at a time, so its account.failed webhook deliveries are written here, with it.
+        await db.transaction().execute(async (trx) => {
+          await setItem(trx, m, { stage: claimedAt ?? stage, state: 'failed', error: e.body() }, claimedAt);
+          await recordAccountFailedEvents(trx, [m]);
+        });
         if (item) observe([eventOf(item, claimedAt ?? stage, 'failed', e.code)]);
         await finishIfDone(m.batchId);
       } else if (claimedAt) {

@@ -9,17 +9,36 @@ export interface EmailJobData {
   accountId: string;
 }
 
+/** One webhook delivery (a row of webhook_deliveries: the event and its webhook are read from there). */
+export interface WebhookJobData {
+  deliveryId: string;
+}
+
 export interface QueuePayloads {
   validate: StageJobData;
   stage: StageJobData;
   process: StageJobData;
   extras: StageJobData;
   emails: EmailJobData;
+  webhooks: WebhookJobData;
 }
 export type QueueName = keyof QueuePayloads;
-export const QUEUE_NAMES: readonly QueueName[] = [...STAGES, 'emails'];
+export const QUEUE_NAMES: readonly QueueName[] = [...STAGES, 'emails', 'webhooks'];
 
 export const emailJobId = (d: EmailJobData): string => `welcome.${d.accountId}`;
+/** The delivery's id (a UUID: BullMQ refuses custom ids that are integers or hold ':'). */
+export const webhookJobId = (d: WebhookJobData): string => d.deliveryId;
+
+/**
+ * A delivery's retries: exponential backoff from `backoffMs` (WEBHOOK_ATTEMPTS, WEBHOOK_BACKOFF_MS;
+ * src/webhooks/settings.ts). What happened is on the delivery row; a failed job stays a week as the
+ * other queues' do.
+ */
+export const webhookJobOptions = (s: { attempts: number; backoffMs: number }): JobsOptions => ({
+  ...DEFAULT_JOB_OPTIONS,
+  attempts: s.attempts,
+  backoff: { type: 'exponential', delay: s.backoffMs },
+});
 
 /**
  * Transient failures (database, Redis, vendor) retry with exponential backoff; invalid input fails

@@ -4,7 +4,21 @@ import type { Logger } from '../log.js';
 import type { StageQueue } from '../ports.js';
 import { isRedisUnavailable, REDIS_REQUEST_TIMEOUT_MS, redisUnavailable } from '../redis.js';
 import { within } from '../timeout.js';
-import { DEFAULT_JOB_OPTIONS, EVENTS_MAX_LEN, QUEUE_NAMES, emailJobId, stageJobId, type EmailJobData, type QueueName, type QueuePayloads, type Stage, type StageJobData } from './contract.js';
+import {
+  DEFAULT_JOB_OPTIONS,
+  EVENTS_MAX_LEN,
+  QUEUE_NAMES,
+  emailJobId,
+  stageJobId,
+  webhookJobId,
+  webhookJobOptions,
+  type EmailJobData,
+  type QueueName,
+  type QueuePayloads,
+  type Stage,
+  type StageJobData,
+  type WebhookJobData,
+} from './contract.js';
 
 export type Queues = { readonly [K in QueueName]: Queue<QueuePayloads[K]> };
 
@@ -88,6 +102,34 @@ export async function enqueueWelcomeEmails(queues: Queues, accountIds: readonly 
   if (accountIds.length === 0) return;
   const jobs = accountIds.map((accountId) => ({ name: 'welcome', data: { accountId }, opts: { jobId: emailJobId({ accountId }) } }));
   await (queues.emails as Queue<EmailJobData>).addBulk(jobs);
+}
+
+/**
+ * Enqueues webhook deliveries by id; the job id is the delivery's, so a delivery that has its job
+ * already (waiting, active, or delayed for a retry) is left as it is.
+ */
+export async function enqueueWebhookDeliveries(queues: Queues, deliveryIds: readonly string[], retries: { attempts: number; backoffMs: number }): Promise<void> {
+  if (deliveryIds.length === 0) return;
+  const opts = webhookJobOptions(retries);
+  await (queues.webhooks as Queue<WebhookJobData>).addBulk(
+    deliveryIds.map((deliveryId) => ({ name: 'deliver', data: { deliveryId }, opts: { ...opts, jobId: webhookJobId({ deliveryId }) } })),
+  );
+}
+
+/** Enqueues the deliveries among `deliveryIds` whose job is not in Redis (lost, deleted, never added); answers how many. */
+export async function enqueueMissingWebhookDeliveries(queues: Queues, deliveryIds: readonly string[], retries: { attempts: number; backoffMs: number }): Promise<number> {
+  if (deliveryIds.length === 0) return 0;
+  const queue = queues.webhooks as Queue<WebhookJobData>;
+  const client = (await queue.client) as unknown as Redis;
+  const lookup = client.pipeline();
+  for (const deliveryId of deliveryIds) lookup.exists(queue.toKey(webhookJobId({ deliveryId })));
+  const exists = ((await lookup.exec()) ?? []).map(([err, value]) => {
+    if (err) throw err;
+    return value as number;
+  });
+  const missing = deliveryIds.filter((_, i) => exists[i] === 0);
+  await enqueueWebhookDeliveries(queues, missing, retries);
+  return missing.length;
 }
 
 /** The pipeline's StageQueue port over these queues. */

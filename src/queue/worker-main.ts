@@ -11,6 +11,7 @@ import type { QueueName } from './contract.js';
 import { withDevelopmentVendor } from '../vendors/development-vendor.js';
 import { startReconciling } from './reconciler.js';
 import { startWorkers } from './workers.js';
+import { loadWebhookSettings, WebhookSettingsError } from '../webhooks/settings.js';
 
 /**
  * A worker process: runs the named queues until SIGTERM/SIGINT, then stops taking jobs, lets
@@ -23,8 +24,9 @@ export async function runWorkerProcess(queues: readonly QueueName[]): Promise<vo
   let config;
   try {
     config = loadConfig(process.env, { signsTokens: false });
+    if (queues.includes('webhooks')) loadWebhookSettings(process.env);
   } catch (err) {
-    console.error(err instanceof ConfigError ? err.message : err);
+    console.error(err instanceof ConfigError || err instanceof WebhookSettingsError ? err.message : err);
     process.exit(2);
   }
   try {

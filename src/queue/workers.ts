@@ -8,9 +8,14 @@ import { createEmailProcessor } from '../notifications/welcome-email.js';
 import { createPipeline, type PipelineObserver } from '../pipeline/pipeline.js';
 import { PERMIT_RETRY_DELAY_MS, STAGES, type QueueName, type Stage } from './contract.js';
 import { createStageProcessor } from './stage-processor.js';
+import { loadWebhookSettings, type WebhookSettings } from '../webhooks/settings.js';
+import { createWebhookProcessor } from './webhook-processor.js';
+import { startWebhookRelay, type WebhookRelay } from './webhook-relay.js';
 
 export interface WorkerSet {
   readonly workers: readonly Worker[];
+  /** The webhook relay and sweep, when this set runs the webhooks queue. */
+  readonly webhookRelay: WebhookRelay | undefined;
   /** Stops taking jobs and waits up to `graceMs` for active ones, then closes hard. Idempotent. */
   close(graceMs?: number): Promise<void>;
 }
@@ -20,6 +25,8 @@ export interface StartWorkersOptions {
   observe?: (stage: Stage, outcome: 'completed' | 'failed' | 'delayed', seconds: number) => void;
   /** Told of every recorded step and closed batch (the metrics' counters). */
   observer?: PipelineObserver;
+  /** Over the WEBHOOK_* environment variables (src/webhooks/settings.ts): tests shorten the backoff. */
+  webhooks?: Partial<WebhookSettings>;
 }
 
 /** Starts BullMQ workers for the named queues, with the stage processors over the domain services. */
@@ -38,14 +45,22 @@ export function startWorkers(deps: Deps, services: Services, opts: StartWorkersO
     { db: deps.db, clock: deps.clock, log, permits: deps.permits, stageQueue: deps.ports.stageQueue, permitRetryDelayMs: PERMIT_RETRY_DELAY_MS, ...(opts.observer ? { observer: opts.observer } : {}) },
     services,
   );
+  // Read only where the webhooks queue runs; a bad WEBHOOK_* value stops the start, as a bad config does.
+  const webhookSettings = opts.queues.includes('webhooks') ? { ...loadWebhookSettings(), ...opts.webhooks } : undefined;
+  let webhookRelay: WebhookRelay | undefined;
   for (const name of opts.queues) {
     let processor: Processor;
+    const concurrency = name === 'webhooks' ? webhookSettings!.concurrency : config.workerConcurrency[name];
     if ((STAGES as readonly string[]).includes(name)) {
       processor = createStageProcessor(pipeline, name as Stage, {
         setSize: config.pipelineSet.size,
         setWaitMs: config.pipelineSet.waitMs,
         ...(opts.observe ? { observe: opts.observe } : {}),
       }) as Processor;
+    } else if (name === 'webhooks') {
+      const settings = webhookSettings!;
+      processor = createWebhookProcessor(deps.db, { timeoutMs: settings.timeoutMs }) as Processor;
+      webhookRelay = startWebhookRelay({ db: deps.db, databaseUrl: config.databaseUrl, queues: deps.queues, settings, log, onRedisReconnect: deps.onRedisReconnect });
     } else {
       if (!config.smtpUrl) {
         log.warn('SMTP_URL is not set: welcome e-mails wait unsent in the emails queue');
@@ -53,7 +68,7 @@ export function startWorkers(deps: Deps, services: Services, opts: StartWorkersO
       }
       processor = createEmailProcessor(deps, createTransport(config.smtpUrl), config.emailFrom) as Processor;
     }
-    const worker = new Worker(name, processor, { ...common, concurrency: config.workerConcurrency[name] });
+    const worker = new Worker(name, processor, { ...common, concurrency });
     // Connection losses are logged once by the connection itself (src/redis.ts); anything else here.
     worker.on('error', (err) => {
       if (!isRedisUnavailable(err)) log.warn({ err, queue: name }, 'worker error');
@@ -67,8 +82,10 @@ export function startWorkers(deps: Deps, services: Services, opts: StartWorkersO
   let closing: Promise<void> | undefined;
   return {
     workers,
+    webhookRelay,
     close(graceMs = config.workerShutdownGraceMs) {
       closing ??= (async () => {
+        await webhookRelay?.stop();
         // A worker closed while its blocking connection is still connecting makes BullMQ emit that
         // connection's failure after the worker has dropped its listeners: an uncaught 'error' that
         // ended the process with exit 1 instead of a clean stop (SIGTERM right after start-up).

@@ -4,11 +4,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiKey } from '../../src/auth/api-keys.js';
 import { buildApp, type BuiltApp } from '../../src/http/app.js';
 import { hasSecurityHeaders, registerSecurityHeaders } from '../../src/http/security-headers.js';
+import { operatorSession } from '../helpers/console.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
 import { accountPayload } from '../helpers/fixtures.js';
-import { describeResponse, OBTAIN_TOKEN } from './helpers.js';
+import { basicAuth, describeResponse, OBTAIN_TOKEN } from './helpers.js';
 
 /**
+ * Issue 13: the console (/admin/) and bull-board have headers of their own, checked at the end.
+ *
  * Issue 10, item 11: every API and ObtainToken response carries `Cache-Control: no-store` and
  * `X-Content-Type-Options: nosniff`: the data-import and batch routes (JSON and CSV), their errors
  * (400, 401, 404, 413, 415, Fastify's own bad-URL refusal), unknown paths, the probes, the API
@@ -144,4 +147,81 @@ describe('the operator surface keeps its own headers', () => {
     const res = await get('/metrics', {});
     expectSecurityHeaders(res, '/metrics', 401);
   });
+
+  it('/metrics answered: no-store, nosniff, and a CSP that allows nothing', async () => {
+    const res = await get('/metrics', basicAuth(OPERATOR.user, OPERATOR.password));
+    expectSecurityHeaders(res, '/metrics', 200);
+    expect(res.headers['x-frame-options']).toBe('DENY');
+    expect(String(res.headers['content-security-policy'])).toContain("default-src 'none'");
+  });
+
+  it("bull-board, signed in: its own CSP (inline styles, never inline scripts), DENY, no-referrer, no-store, nosniff", async () => {
+    const session = await operatorSession(app, ctx.deps.db, 'viewer');
+    for (const url of ['/admin/queues', '/admin/queues/queue/validate', '/admin/queues/api/queues']) {
+      const res = await session.get(url);
+      expectSecurityHeaders(res, url, 200);
+      expect(res.headers['x-frame-options'], url).toBe('DENY');
+      expect(res.headers['referrer-policy'], url).toBe('no-referrer');
+      const csp = cspOf(res);
+      expect(csp['default-src'], url).toEqual(["'self'"]);
+      expect(csp['script-src'], url).toEqual(["'self'"]);
+      expect(csp['script-src-attr'], url).toEqual(["'none'"]);
+      expect(csp['object-src'], url).toEqual(["'none'"]);
+      expect(csp['frame-ancestors'], url).toEqual(["'none'"]);
+      expect(csp['style-src'], url).toEqual(expect.arrayContaining(["'self'"]));
+    }
+  });
+
+  it("console pages: a strict CSP (scripts and styles from 'self' only, nothing inline), DENY, no referrer to other sites, no-store, nosniff, signed in or not", async () => {
+    const session = await operatorSession(app, ctx.deps.db, 'operator');
+    const signInForm = (payload: Record<string, string>) =>
+      app.inject({ method: 'POST', url: '/admin/sign-in', payload: new URLSearchParams(payload).toString(), headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+    const cases: Case[] = [
+      ['200 the batches page', 200, () => session.get('/admin/')],
+      ['200 a supplier page', 200, () => session.get(`/admin/suppliers/${S}`)],
+      ['200 the audit log', 200, () => session.get('/admin/audit')],
+      ['200 a confirmation page', 200, () => session.get(`/admin/batches/${batchId}/cancel`)],
+      ['404 an error page', 404, () => session.get(`/admin/batches/${randomUUID()}`)],
+      ['403 a form without its CSRF token', 403, () => app.inject({ method: 'POST', url: `/admin/batches/${batchId}/cancel`, payload: '', headers: { cookie: session.cookie, 'content-type': 'application/x-www-form-urlencoded' } })],
+      ['200 the sign-in form, anonymous', 200, () => get('/admin/sign-in', { accept: 'text/html' })],
+      ['401 a refused sign-in', 401, () => signInForm({ name: 'nobody', password: 'not-the-password-0' })],
+    ];
+    for (const [what, status, request] of cases) {
+      const res = await request();
+      expectSecurityHeaders(res, what, status);
+      expect(res.headers['content-type'], what).toMatch(/^text\/html/);
+      expect(res.headers['x-frame-options'], what).toBe('DENY');
+      // Console URLs (batch ids, search terms) never reach another site. (same-origin rather than no-referrer:
+      // with no-referrer browsers send `Origin: null` on the forms' POSTs, which the origin check refuses.)
+      expect(['same-origin', 'no-referrer'], what).toContain(res.headers['referrer-policy']);
+      const csp = cspOf(res);
+      expect(csp['default-src'], what).toEqual(["'none'"]);
+      expect(csp['script-src'], what).toEqual(["'self'"]);
+      expect(csp['style-src'], what).toEqual(["'self'"]);
+      expect(csp['frame-ancestors'], what).toEqual(["'none'"]);
+      expect(csp['form-action'], what).toEqual(["'self'"]);
+      expect(csp['base-uri'], what).toEqual(["'none'"]);
+      expect(String(res.headers['content-security-policy']), what).not.toMatch(/unsafe-|\*|https?:/);
+      // And the pages keep to it: no inline script or style, no style attribute, no handler attribute.
+      expect(res.body, what).not.toMatch(/<script(?![^>]*\ssrc=)[^>]*>|<style[\s>]|\sstyle=|\son[a-z]+=/i);
+    }
+    // A successful sign-in's redirect carries them too (with the new session's cookie).
+    const signedIn = await signInForm({ name: session.name, password: session.password });
+    expect(signedIn.statusCode).toBe(303);
+    expect(signedIn.headers['cache-control']).toBe('no-store');
+    expect(signedIn.headers['x-frame-options']).toBe('DENY');
+  });
 });
+
+/** The directives of a response's Content-Security-Policy, each with its sources. */
+function cspOf(res: LightMyRequestResponse): Record<string, string[]> {
+  const header = res.headers['content-security-policy'];
+  expect(header, describeResponse(res)).toBeDefined();
+  return Object.fromEntries(
+    String(header)
+      .split(';')
+      .map((d) => d.trim().split(/\s+/))
+      .filter((parts) => parts[0])
+      .map(([name, ...sources]) => [name!, sources]),
+  );
+}

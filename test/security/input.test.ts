@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createApiKey, verifyApiKey } from '../../src/auth/api-keys.js';
 import { TokenService } from '../../src/auth/tokens.js';
 import { ConfigError, loadConfig } from '../../src/config.js';
+import { createOperator } from '../../src/console/operators.js';
 import { LocalDocumentStore } from '../../src/documents/local-store.js';
 import { resolveDocumentKey } from '../../src/documents/document-store.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
@@ -479,6 +480,30 @@ describe('tokens and API keys', () => {
       expect(res.statusCode).toBe(401);
       expect(spy).toHaveBeenCalledTimes(2);
       for (const call of spy.mock.calls) for (const buf of call) expect((buf as Buffer).length).toBe(32);
+    }
+  });
+
+  it('console passwords are stored as scrypt hashes only, and compared in constant time, an unknown name as much as a known one', async () => {
+    const name = 'input-console';
+    const password = `${OPERATOR.password}-console`;
+    await createOperator(ctx.deps.db, name, 'operator', password);
+    const [row] = await rows<{ dump: string; password_hash: string }>('SELECT row_to_json(o)::text AS dump, o.password_hash FROM operators o WHERE o.name = $1', [name]);
+    expect(row!.dump).not.toContain(password);
+    expect(row!.password_hash).toMatch(/^scrypt\$\d+\$\d+\$\d+\$[A-Za-z0-9_-]+\$[A-Za-z0-9_-]{43}$/);
+
+    const spy = vi.mocked(timingSafeEqual);
+    for (const [user, pw, status] of [
+      ['nobody-at-all', password, 401],
+      [name, 'x', 401],
+      [name, `${password}${'y'.repeat(100)}`, 401],
+      [name, password, 303],
+    ] as const) {
+      spy.mockClear();
+      const res = await ctx.app.inject({ method: 'POST', url: '/admin/sign-in', payload: new URLSearchParams({ name: user, password: pw }).toString(), headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+      expect(res.statusCode, `${user} ${describeResponse(res)}`).toBe(status);
+      // One comparison of two 32-byte scrypt keys, whether the name exists or not.
+      expect(spy, user).toHaveBeenCalledTimes(1);
+      for (const buf of spy.mock.calls[0]!) expect((buf as Buffer).length).toBe(32);
     }
   });
 });

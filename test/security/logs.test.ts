@@ -10,8 +10,10 @@ import { loadConfig } from '../../src/config.js';
 import { createDeps, type Deps } from '../../src/deps.js';
 import { buildApp, type BuiltApp } from '../../src/http/app.js';
 import { createLogger, REDACT_PATHS } from '../../src/log.js';
+import { createOperator } from '../../src/console/operators.js';
 import { QUEUE_NAMES } from '../../src/queue/contract.js';
 import { startWorkers, type WorkerSet } from '../../src/queue/workers.js';
+import { cookieOf, sessionOf } from '../helpers/console.js';
 import { createTestDatabase, deleteRedisPrefix } from '../helpers/context.js';
 import { startFakeVendor, type FakeVendor } from '../helpers/fake-vendor.js';
 import { accountPayload } from '../helpers/fixtures.js';
@@ -22,9 +24,11 @@ import { basicAuth, OBTAIN_TOKEN } from './helpers.js';
  * Issue item 8, "no secret in logs": one service instance logging at `trace` into memory goes through
  * a full run (ObtainToken with an API key and with a refresh token, failed sign-ins, authenticated and
  * failing requests, a 500, a vendor call, a batch uploaded and run by the queue workers, the operator
- * surface), and the captured text must contain no credential: API key, its secret part, access and
- * refresh tokens, the value after `Token ` / `Basic ` in Authorization headers, the operator password,
- * the vendor API key, the token-signing secret.
+ * surface: /metrics with HTTP Basic, the console's sign-in, pages and dashboard with a session), and the
+ * captured text must contain no credential: API key, its secret part, access and refresh tokens, the
+ * value after `Token ` / `Basic ` in Authorization headers, the /metrics password, the console
+ * operator's password (right and wrong), the session cookie and its id, the CSRF token, the vendor API
+ * key, the token-signing secret.
  */
 
 const NOW = new Date('2026-06-15T12:00:00Z');
@@ -33,6 +37,9 @@ const TEAM = 'Logs Team';
 const DOCS_ROOT = 'suppliers/logs-co';
 const TOKEN_SECRET = `log-test-signing-secret-${randomBytes(16).toString('hex')}`;
 const OPERATOR = { user: 'ops-logs', password: `operator-pw-${randomBytes(8).toString('hex')}` };
+/** A console operator: characters that change when form-encoded, so both spellings are looked for. */
+const CONSOLE = { name: 'logs-console', password: `console pw+${randomBytes(8).toString('hex')}/&=` };
+const CONSOLE_WRONG = `wrong console pw ${randomBytes(8).toString('hex')}`;
 const VENDOR_KEY = `vendor-key-${randomBytes(12).toString('hex')}`;
 const WRONG_VENDOR_KEY = `wrong-vendor-key-${randomBytes(12).toString('hex')}`;
 
@@ -157,8 +164,33 @@ beforeAll(async () => {
   secrets['a wrong operator password tried'] = `${OPERATOR.password}-wrong`;
   secrets['wrong Basic credentials'] = wrongBasic.authorization.slice('Basic '.length);
   seen.metrics = await app.inject({ method: 'GET', url: '/metrics', headers: basic });
-  seen.dashboard = await app.inject({ method: 'GET', url: '/admin/queues/api/queues', headers: basic });
   seen.metricsRefused = await app.inject({ method: 'GET', url: '/metrics', headers: wrongBasic });
+  // Basic opens nothing under /admin any more: refused, and its credentials still kept out of the logs.
+  seen.dashboardBasicRefused = await app.inject({ method: 'GET', url: '/admin/queues/api/queues', headers: basic });
+
+  // The console: an operator account, a wrong and a right sign-in, then the pages and the dashboard with the session cookie.
+  await createOperator(deps.db, CONSOLE.name, 'operator', CONSOLE.password);
+  secrets['console operator password'] = CONSOLE.password;
+  secrets['console operator password, form-encoded'] = new URLSearchParams({ p: CONSOLE.password }).toString().slice(2);
+  secrets['a wrong console password tried'] = CONSOLE_WRONG;
+  const signInForm = (password: string) =>
+    app.inject({ method: 'POST', url: '/admin/sign-in', payload: new URLSearchParams({ name: CONSOLE.name, password, next: '/admin/queues' }).toString(), headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+  seen.consoleRefused = await signInForm(CONSOLE_WRONG);
+  seen.consoleSignIn = await signInForm(CONSOLE.password);
+  const cookie = cookieOf(seen.consoleSignIn);
+  const cookieValue = cookie.slice('di_console='.length);
+  secrets['console session cookie'] = cookieValue;
+  secrets['console session cookie, decoded'] = decodeURIComponent(cookieValue);
+  secrets['console session id'] = decodeURIComponent(cookieValue).split('.')[0]!;
+  const session = sessionOf(app, cookie);
+  seen.consolePage = await session.get('/admin/');
+  seen.dashboard = await session.get('/admin/queues/api/queues', { accept: 'application/json' });
+  seen.consoleNotFound = await session.get(`/admin/batches/00000000-0000-4000-8000-000000000000`);
+  seen.consoleNoCsrf = await app.inject({ method: 'POST', url: '/admin/sign-out', payload: '_csrf=forged', headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' } });
+  const csrf = await session.token();
+  secrets['console CSRF token'] = csrf;
+  seen.consoleSignOut = await app.inject({ method: 'POST', url: '/admin/sign-out', payload: new URLSearchParams({ _csrf: csrf }).toString(), headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' } });
+  seen.consoleSignedOut = await session.get('/admin/queues/api/queues', { accept: 'application/json' });
 
   // A batch, uploaded over HTTP and run by the queue workers (vendor call included).
   const bundle = (ext: string) =>
@@ -206,6 +238,10 @@ afterAll(async () => {
   if (docsDir) await rm(docsDir, { recursive: true, force: true });
 });
 
+/** The URLs of the requests the log shows arriving. */
+const parsedRequests = () =>
+  lines.map((l) => JSON.parse(l) as { msg?: string; req?: { url?: string } }).filter((l) => l.msg === 'incoming request').map((l) => l.req?.url ?? '');
+
 describe('the logs of a full run', () => {
   it('did the run it claims (the log check below is not vacuous)', () => {
     expect(seen.signIn!.statusCode).toBe(200);
@@ -226,7 +262,17 @@ describe('the logs of a full run', () => {
     for (const k of ['bearer', 'refreshAsAccess', 'revokedToken', 'metricsRefused'] as const) expect(seen[k]!.statusCode, k).toBe(401);
     expect(seen.serverError!.statusCode).toBeGreaterThanOrEqual(400);
     expect(seen.metrics!.statusCode).toBe(200);
+    expect(seen.dashboardBasicRefused!.statusCode).toBe(401);
+    expect(seen.consoleRefused!.statusCode).toBe(401);
+    expect(seen.consoleSignIn!.statusCode).toBe(303);
+    expect(seen.consolePage!.statusCode).toBe(200);
     expect(seen.dashboard!.statusCode).toBe(200);
+    expect(seen.consoleNotFound!.statusCode).toBe(404);
+    expect(seen.consoleNoCsrf!.statusCode).toBe(403);
+    expect(seen.consoleSignOut!.statusCode).toBe(303);
+    expect(seen.consoleSignedOut!.statusCode).toBe(401);
+    expect(parsedRequests().some((url) => url.startsWith('/admin/sign-in'))).toBe(true);
+    expect(parsedRequests().some((url) => url.startsWith('/admin/queues/api/queues'))).toBe(true);
     expect(seen.upload!.statusCode).toBe(202);
     expect(seen.batch!.json()).toMatchObject({ total_items: 3, succeeded: 2, failed: 1 });
 
@@ -239,7 +285,7 @@ describe('the logs of a full run', () => {
   });
 
   it('contain no credential: API keys, tokens, refresh tokens, Authorization values, passwords, vendor keys, the signing secret', () => {
-    expect(Object.keys(secrets).length).toBeGreaterThanOrEqual(15);
+    expect(Object.keys(secrets).length).toBeGreaterThanOrEqual(23);
     const found = Object.entries(secrets)
       .filter(([, value]) => logText.includes(value))
       .map(([name, value]) => {
@@ -253,6 +299,9 @@ describe('the logs of a full run', () => {
     for (const line of lines) {
       expect(line).not.toMatch(/"authorization"\s*:\s*"(?!\[redacted\])/i);
       expect(line).not.toMatch(/(Token|Bearer|Basic) [A-Za-z0-9+/=_.-]{20,}/);
+      // Nor any cookie: the console's session id travels in one.
+      expect(line).not.toMatch(/"(cookie|set-cookie)"\s*:\s*"(?!\[redacted\])/i);
+      expect(line).not.toMatch(/di_console=[^;"\s]/);
     }
   });
 });

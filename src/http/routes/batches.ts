@@ -224,23 +224,7 @@ export function batchRoutes(batches: BatchService): RouteDef[] {
       handler: async (req, reply) => {
         const id = (req.params as { batch_id: string }).batch_id;
         if ((req.headers.accept ?? '').includes('text/csv')) {
-          // A dry run is refused before the first row: as an envelope, not as a broken CSV.
-          if ((await batches.mustFind(id)).dry_run) throw badRequest('batch_is_dry_run', `Batch '${id}' is a dry run: it wrote nothing to reconcile.`);
-          const out = stringify({ header: true, columns: [...DIFFERENCE_COLUMNS], cast: { string: neutraliseCell } });
-          // The report runs as the rows go out: a batch of 100,000 accounts is never held whole.
-          void (async () => {
-            try {
-              await batches.reconciliation(id, {
-                limit: 0,
-                onDifference: async (d) => {
-                  if (!out.write(d)) await new Promise<void>((resolve) => out.once('drain', () => resolve()));
-                },
-              });
-              out.end();
-            } catch (err) {
-              out.destroy(err instanceof Error ? err : new AppError(500, 'internal_error', String(err)));
-            }
-          })();
+          const out = await reconciliationCsv(batches, id);
           reply.header('content-type', 'text/csv; charset=utf-8');
           reply.header('content-disposition', `attachment; filename="batch-${id}-reconciliation.csv"`);
           return out;
@@ -252,7 +236,7 @@ export function batchRoutes(batches: BatchService): RouteDef[] {
       method: 'POST',
       url: '/v1/data-import/batches/:batch_id/retry/',
       operationId: 'retry_batch',
-      summary: 'Re-enqueue failed items from the stage where they failed (optionally only some accounts).',
+      summary: 'Re-enqueue failed items from the stage where they failed (optionally only some accounts, or only one error code).',
       tags: ['batches'],
       auth: 'token',
       params: idParams,
@@ -261,7 +245,7 @@ export function batchRoutes(batches: BatchService): RouteDef[] {
       handler: async (req) => {
         const body = req.body === undefined || req.body === null ? {} : req.body;
         const parsed = parseOrThrow(retryBodySchema, body, 'invalid_request', 'Invalid request.');
-        return batches.retry((req.params as { batch_id: string }).batch_id, parsed.external_account_numbers);
+        return batches.retry((req.params as { batch_id: string }).batch_id, parsed.external_account_numbers, parsed.code);
       },
     },
     {
@@ -277,6 +261,33 @@ export function batchRoutes(batches: BatchService): RouteDef[] {
     },
   ];
 }
+
+/**
+ * Every difference of the batch's reconciliation as CSV, streamed as the report runs: a batch of
+ * 100,000 accounts is never held whole. A dry run is refused before the first row, as an envelope
+ * rather than a broken CSV. The API and the console send this same stream.
+ */
+export async function reconciliationCsv(batches: BatchService, id: string): Promise<Readable> {
+  if ((await batches.mustFind(id)).dry_run) throw badRequest('batch_is_dry_run', `Batch '${id}' is a dry run: it wrote nothing to reconcile.`);
+  const out = stringify({ header: true, columns: [...DIFFERENCE_COLUMNS], cast: { string: neutraliseCell } });
+  void (async () => {
+    try {
+      await batches.reconciliation(id, {
+        limit: 0,
+        onDifference: async (d) => {
+          if (!out.write(d)) await new Promise<void>((resolve) => out.once('drain', () => resolve()));
+        },
+      });
+      out.end();
+    } catch (err) {
+      out.destroy(err instanceof Error ? err : new AppError(500, 'internal_error', String(err)));
+    }
+  })();
+  return out;
+}
+
+/** A batch's failed items as CSV (the API's `?state=failed` with Accept: text/csv, and the console's download). */
+export const failuresCsv = (batches: BatchService, id: string): Readable => csvOf(batches, id, 'failed');
 
 /** Every matching item as CSV, streamed page by page: one row per item, all its errors joined. */
 function csvOf(batches: BatchService, id: string, state: 'failed' | 'succeeded' | 'pending' | undefined): Readable {

@@ -31,4 +31,8 @@ export const itemsQuerySchema = z.strictObject({
   cursor: z.string().regex(/^\d{1,10}$/).refine((c) => Number(c) <= 2_147_483_647, 'cursor out of range').optional(),
 });
 
-export const retryBodySchema = z.strictObject({ external_account_numbers: z.array(z.string().min(1)).min(1).max(100_000).optional() });
+export const retryBodySchema = z.strictObject({
+  external_account_numbers: z.array(z.string().min(1)).min(1).max(100_000).optional(),
+  /** Only the items whose error envelope has this code. */
+  code: z.string().min(1).max(200).optional(),
+});

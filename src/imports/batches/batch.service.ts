@@ -212,16 +212,16 @@ export function createBatchService(deps: BatchServiceDeps) {
     return { items: rows.slice(0, pageSize).map(({ updated_at: _, ...view }) => view), more: rows.length > pageSize };
   }
 
-  /** Re-enqueues failed items from the stage where they failed; parse failures cannot be retried. */
-  async function retry(batchId: string, externalAccountNumbers?: readonly string[]): Promise<{ requeued: number }> {
+  /** Re-enqueues failed items (optionally only some accounts, or one error code) from the stage where they failed; parse failures cannot be retried. */
+  async function retry(batchId: string, externalAccountNumbers?: readonly string[], code?: string): Promise<{ requeued: number }> {
     const batch = await mustFind(batchId);
     if (batch.state === 'UPLOADING') throw badRequest('batch_not_ready', 'The batch is still uploading.');
     const requeued = await deps.db.transaction().execute(async (trx) => {
-      const n = await requeueFailed(trx, batchId, externalAccountNumbers);
+      const n = await requeueFailed(trx, batchId, externalAccountNumbers, code);
       if (n > 0) {
         await trx.updateTable('batches').set({ state: 'RUNNING', finished_at: null, cancel_requested_at: null }).where('id', '=', batchId).execute();
       }
-      await recordAudit(trx, { action: 'batch.retry', targetKind: 'batch', target: batchId, detail: { requeued: n, ...(externalAccountNumbers ? { external_account_numbers: externalAccountNumbers.length } : {}) } });
+      await recordAudit(trx, { action: 'batch.retry', targetKind: 'batch', target: batchId, detail: { requeued: n, ...(externalAccountNumbers ? { external_account_numbers: externalAccountNumbers.length } : {}), ...(code !== undefined ? { code } : {}) } });
       return n;
     });
     if (requeued > 0) await enqueueOpen(batchId, batch.dry_run);
