@@ -118,6 +118,14 @@ const envSchema = z
     WORKER_CONCURRENCY_PROCESS: optionalInt(100).pipe(z.number().int().min(1)),
     WORKER_CONCURRENCY_EXTRAS: optionalInt(100).pipe(z.number().int().min(1)),
     WORKER_CONCURRENCY_EMAILS: optionalInt(5).pipe(z.number().int().min(1)),
+    /** The registration gateway (decisions.md §8); unset: the sandbox in development, none elsewhere. */
+    REGISTRATION_GATEWAY_URL: z.string().url().refine((u) => /^https?:\/\//.test(u), 'must be an http(s) URL').optional(),
+    REGISTRATION_GATEWAY_KEY: z.string().min(16, 'must be at least 16 characters').regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces').optional(),
+    /** Registration requests sent per second at most, over every worker (a BullMQ rate limit: the industry throttles). */
+    REGISTRATION_RATE_PER_SECOND: optionalInt(20).pipe(z.number().int().min(1).max(10_000)),
+    /** How often the gateway's events are read while any registration is open. */
+    REGISTRATION_POLL_MS: optionalInt(30_000).pipe(z.number().int().min(100).max(3_600_000)),
+    WORKER_CONCURRENCY_REGISTRATION: optionalInt(10).pipe(z.number().int().min(1)),
     /** The most jobs of one stage a worker runs as one set (one claim, one transaction, one enqueue). */
     PIPELINE_SET_SIZE: optionalInt(100).pipe(z.number().int().min(1).max(1000)),
     /** How long a set waits for more jobs after its first before it runs. */
@@ -165,6 +173,9 @@ const envSchema = z
       for (const issue of vendors.error?.issues ?? []) {
         ctx.addIssue({ code: 'custom', path: ['PAYMENT_VENDORS', ...issue.path.map(String)], message: issue.message });
       }
+    }
+    if ((env.REGISTRATION_GATEWAY_URL === undefined) !== (env.REGISTRATION_GATEWAY_KEY === undefined)) {
+      ctx.addIssue({ code: 'custom', path: ['REGISTRATION_GATEWAY_URL'], message: 'and REGISTRATION_GATEWAY_KEY must be set together' });
     }
     if ((env.OPERATOR_USER === undefined) !== (env.OPERATOR_PASSWORD === undefined)) {
       ctx.addIssue({ code: 'custom', path: ['OPERATOR_USER'], message: 'and OPERATOR_PASSWORD must be set together' });
@@ -218,7 +229,10 @@ export interface Config {
   readonly batchMaxBytes: number;
   /** How long requests may take to arrive (src/http/request-timeouts.ts). */
   readonly requestTimeouts: { readonly requestMs: number; readonly bodyMs: number; readonly bodyIdleMs: number };
-  readonly workerConcurrency: Readonly<Record<'validate' | 'stage' | 'process' | 'extras' | 'emails', number>>;
+  readonly workerConcurrency: Readonly<Record<'validate' | 'stage' | 'process' | 'extras' | 'emails' | 'registration', number>>;
+  /** The registration gateway; undefined: none configured (development runs the sandbox instead). */
+  readonly registrationGateway: { readonly url: string; readonly key: string } | undefined;
+  readonly registration: { readonly ratePerSecond: number; readonly pollMs: number };
   readonly pipelineSet: Readonly<{ size: number; waitMs: number }>;
   readonly workerLockMs: number;
   readonly workerShutdownGraceMs: number;
@@ -332,6 +346,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, opts: LoadConfi
       process: e.WORKER_CONCURRENCY_PROCESS,
       extras: e.WORKER_CONCURRENCY_EXTRAS,
       emails: e.WORKER_CONCURRENCY_EMAILS,
+      registration: e.WORKER_CONCURRENCY_REGISTRATION,
     }),
     pipelineSet: Object.freeze({ size: e.PIPELINE_SET_SIZE, waitMs: e.PIPELINE_SET_WAIT_MS }),
     workerLockMs: e.WORKER_LOCK_MS,
@@ -344,6 +359,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, opts: LoadConfi
     trustProxy: e.TRUST_PROXY,
     emailFrom: e.EMAIL_FROM,
     metricsToken: e.METRICS_TOKEN,
+    registrationGateway:
+      e.REGISTRATION_GATEWAY_URL !== undefined && e.REGISTRATION_GATEWAY_KEY !== undefined
+        ? Object.freeze({ url: e.REGISTRATION_GATEWAY_URL.replace(/\/+$/, ''), key: e.REGISTRATION_GATEWAY_KEY })
+        : undefined,
+    registration: Object.freeze({ ratePerSecond: e.REGISTRATION_RATE_PER_SECOND, pollMs: e.REGISTRATION_POLL_MS }),
     consoleSession: Object.freeze({ idleMs: e.CONSOLE_SESSION_IDLE_MINUTES * 60_000, maxMs: e.CONSOLE_SESSION_MAX_HOURS * 3_600_000 }),
     operator:
       e.OPERATOR_USER !== undefined && e.OPERATOR_PASSWORD !== undefined

@@ -9,8 +9,8 @@ import type { Database } from './db/database.js';
 import { createDocumentStore, type DocumentStore } from './documents/document-store.js';
 import { createLogger, type Logger } from './log.js';
 import { createRedisConnections } from './redis.js';
-import type { OnAccountsCreated, StageQueue } from './ports.js';
-import { closeQueues, createQueues, enqueueWelcomeEmails, stageQueueOf, type Queues } from './queue/queues.js';
+import type { OnAccountsCreated, RegistrationQueue, StageQueue } from './ports.js';
+import { closeQueues, createQueues, enqueueRegistrations, enqueueWelcomeEmails, stageQueueOf, type Queues } from './queue/queues.js';
 import { createPaymentVendorClient, type PaymentVendorClient } from './vendors/payment-vendor.js';
 import {
   createInProgressMarkers,
@@ -44,7 +44,7 @@ export interface Deps {
   /** The BullMQ queues (producers only; workers are created by the worker entry points). */
   readonly queues: Queues;
   /** The domain's ports over the queues: src/imports/ takes these and never imports src/queue/. */
-  readonly ports: { readonly stageQueue: StageQueue; readonly onAccountsCreated: OnAccountsCreated };
+  readonly ports: { readonly stageQueue: StageQueue; readonly onAccountsCreated: OnAccountsCreated; readonly registrationQueue: RegistrationQueue };
   /** Closes every connection; each step runs even when another fails. Idempotent. */
   close(): Promise<void>;
 }
@@ -119,7 +119,7 @@ export function createDeps(config: Config, overrides: DepsOverrides = {}): Deps 
     vendors,
     reference: createReferenceData(referenceDb),
     queues,
-    ports: { stageQueue: stageQueueOf(queues), onAccountsCreated: (ids) => enqueueWelcomeEmails(queues, ids) },
+    ports: { stageQueue: stageQueueOf(queues), onAccountsCreated: (ids) => enqueueWelcomeEmails(queues, ids), registrationQueue: { enqueue: (jobs) => enqueueRegistrations(queues, jobs) } },
     close,
   };
 }

@@ -57,5 +57,10 @@ export interface StageQueue {
   assertReachable(): Promise<void>;
 }
 
+/** Where marked meter points' registration requests and withdrawals are sent (BullMQ in src/queue/): one job per attempt. */
+export interface RegistrationQueue {
+  enqueue(jobs: ReadonlyArray<{ requestId: string; kind: 'request' | 'withdrawal' }>): Promise<void>;
+}
+
 /** What the domain tells the queue once accounts have committed: their welcome e-mails are sent. */
 export type OnAccountsCreated = (accountIds: readonly string[]) => Promise<void>;

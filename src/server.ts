@@ -10,6 +10,7 @@ import { startWorkers, type WorkerSet } from './queue/workers.js';
 import { createLogger } from './log.js';
 import { checkPostgres, checkRedis, describeStartupFailure } from './startup-checks.js';
 import { withDevelopmentVendor } from './vendors/development-vendor.js';
+import { withDevelopmentGateway } from './registration/development-gateway.js';
 
 /** How close together two signals count as one: Ctrl-C under `npm start` reaches the server twice at once. */
 const SAME_SIGNAL_MS = 1_000;
@@ -37,7 +38,8 @@ async function main(): Promise<void> {
     log.info({ created, applied }, 'database ready');
   }
   const development = await withDevelopmentVendor(config, log);
-  const deps = createDeps(development.config, { log });
+  const sandboxGateway = await withDevelopmentGateway(development.config, log);
+  const deps = createDeps(sandboxGateway.config, { log });
   const { app, services, metrics } = await buildApp(deps);
   // Tables keep current statistics as they grow, whatever autovacuum does (db/statistics.ts).
   const statistics = startStatisticsKeeper(deps.db, { intervalMs: config.databaseAnalyzeIntervalMs, log });
@@ -55,6 +57,7 @@ async function main(): Promise<void> {
     await statistics.stop();
     await deps.close();
     await development.close();
+    await sandboxGateway.close();
   });
   let firstSignalAt: number | undefined;
   const onSignal = (signal: NodeJS.Signals) => {

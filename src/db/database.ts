@@ -173,6 +173,53 @@ export interface MeterPointsTable {
   is_deenergised: boolean | null;
   et_in_progress: boolean | null;
   dr_in_progress: boolean | null;
+  /** A GbrMeterPointStatus (src/registration/states.ts); PRE_REGISTRATION when created. */
+  registration_status: ColumnType<string, string | undefined, string>;
+  registration_request_id: ColumnType<string | null, string | null | undefined, string | null>;
+  registration_error: ColumnType<string | null, string | null | undefined, string | null>;
+  registration_updated_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+}
+
+export interface RegistrationAttemptsTable {
+  request_id: string;
+  meter_point_id: string;
+  attempt: number;
+  marked_at: CreatedAt;
+  send_started_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  answered_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  taken: boolean | null;
+  withdrawal_requested_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  withdrawal_answered_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  accepted_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+}
+
+export interface RegistrationHistoryTable {
+  id: Generated<string> & Id;
+  meter_point_id: string;
+  request_id: string | null;
+  at: CreatedAt;
+  cause: 'marked' | 'taken' | 'refused' | 'withdrawal' | 'event';
+  event_id: string | null;
+  event_type: string | null;
+  occurred_at: Date | null;
+  from_status: string | null;
+  to_status: string | null;
+  applied: boolean;
+  reason: string | null;
+  detail: ColumnType<unknown, string | null | undefined, string | null>;
+}
+
+export interface RegistrationEventsTable {
+  event_id: string;
+  request_id: string;
+  type: string;
+  received_at: CreatedAt;
+}
+
+export interface RegistrationCursorTable {
+  id: number;
+  cursor: string | null;
+  updated_at: CreatedAt;
 }
 
 export interface MetersTable {
@@ -491,6 +538,10 @@ export interface Database {
   supplier_webhooks: SupplierWebhooksTable;
   webhook_deliveries: WebhookDeliveriesTable;
   operators: OperatorsTable;
+  registration_attempts: RegistrationAttemptsTable;
+  registration_history: RegistrationHistoryTable;
+  registration_events: RegistrationEventsTable;
+  registration_cursor: RegistrationCursorTable;
   customer_emails: CustomerEmailsTable;
   reference_values: ReferenceValuesTable;
   reference_versions: ReferenceVersionsTable;

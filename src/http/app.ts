@@ -20,6 +20,7 @@ import { registerConsole } from '../console/console.js';
 import { accountRoutes } from './routes/accounts.js';
 import { batchRoutes } from './routes/batches.js';
 import { extrasRoutes } from './routes/extras.js';
+import { registrationRoutes } from './routes/registration.js';
 import { systemRoutes } from './routes/system.js';
 import { v2AccountRoutes } from './routes/v2-accounts.js';
 import { registerSecurityHeaders, SECURITY_HEADERS } from './security-headers.js';
@@ -131,6 +132,7 @@ export async function buildApp(deps: Deps): Promise<BuiltApp> {
     ...v2AccountRoutes(services.accountImports, () => deps.clock.now()),
     ...extrasRoutes(services),
     ...batchRoutes(services.batches),
+    ...registrationRoutes(services.registration),
   ];
   for (const r of routes) {
     app.route({

@@ -7,6 +7,7 @@ import { createNoteService } from './notes/note.service.js';
 import { createPaymentInstructionService } from './payment-instructions/payment-instruction.service.js';
 import { createStatementService } from './statements/statement.service.js';
 import { createTransactionService } from './transactions/transaction.service.js';
+import { createRegistrationService } from '../registration/registration.service.js';
 
 /** The domain core: built once per process, called by the REST routes and the queue workers alike. */
 export function createServices(deps: Deps) {
@@ -28,6 +29,8 @@ export function createServices(deps: Deps) {
     statements,
     paymentInstructions,
     batches: createBatchService({ ...deps, stageQueue: deps.ports.stageQueue }),
+    /** Meter-point registration (decisions.md §8): marking, and where each meter point stands. */
+    registration: createRegistrationService({ db: deps.db, queue: deps.ports.registrationQueue, gateway: deps.config.registrationGateway }),
   };
 }
 

@@ -14,6 +14,15 @@ export interface WebhookJobData {
   deliveryId: string;
 }
 
+/** One attempt's registration request, or its withdrawal (decisions.md §8): the rest is read from the attempt's row. */
+export interface RegistrationJobData {
+  requestId: string;
+  kind: 'request' | 'withdrawal';
+}
+
+/** The registration events poller's scheduled run: nothing to carry, the cursor is in PostgreSQL. */
+export type RegistrationEventsJobData = Record<string, never>;
+
 export interface QueuePayloads {
   validate: StageJobData;
   stage: StageJobData;
@@ -21,9 +30,27 @@ export interface QueuePayloads {
   extras: StageJobData;
   emails: EmailJobData;
   webhooks: WebhookJobData;
+  registration: RegistrationJobData;
+  'registration-events': RegistrationEventsJobData;
 }
 export type QueueName = keyof QueuePayloads;
-export const QUEUE_NAMES: readonly QueueName[] = [...STAGES, 'emails', 'webhooks'];
+export const QUEUE_NAMES: readonly QueueName[] = [...STAGES, 'emails', 'webhooks', 'registration', 'registration-events'];
+
+/** An attempt's job: the same id however often it is marked or re-enqueued, so one attempt has one job. */
+export const registrationJobId = (d: RegistrationJobData): string => `${d.kind === 'request' ? 'reg' : 'wd'}.${d.requestId}`;
+
+/**
+ * A registration job's retries (408, 429, 5xx, timeouts): up to 12 attempts, waiting the gateway's
+ * Retry-After when it gives one and an exponential backoff otherwise (the 'gateway' strategy,
+ * src/queue/registration.ts). After the last, the meter point stays marked and the job failed, for
+ * operators to retry from the dashboard.
+ */
+export const REGISTRATION_JOB_OPTIONS: JobsOptions = {
+  attempts: 12,
+  backoff: { type: 'gateway' },
+  removeOnComplete: true,
+  removeOnFail: { age: 30 * 24 * 3600, count: 100_000 },
+};
 
 export const emailJobId = (d: EmailJobData): string => `welcome.${d.accountId}`;
 /** The delivery's id (a UUID: BullMQ refuses custom ids that are integers or hold ':'). */

@@ -8,13 +8,16 @@ import {
   DEFAULT_JOB_OPTIONS,
   EVENTS_MAX_LEN,
   QUEUE_NAMES,
+  REGISTRATION_JOB_OPTIONS,
   emailJobId,
+  registrationJobId,
   stageJobId,
   webhookJobId,
   webhookJobOptions,
   type EmailJobData,
   type QueueName,
   type QueuePayloads,
+  type RegistrationJobData,
   type Stage,
   type StageJobData,
   type WebhookJobData,
@@ -138,3 +141,9 @@ export const stageQueueOf = (queues: Queues): StageQueue => ({
   enqueueMissing: (stage, jobs) => enqueueMissingStage(queues, stage, jobs),
   assertReachable: () => assertQueuesReachable(queues),
 });
+
+/** Enqueues registration requests and withdrawals, one job per attempt (its id is the attempt's: a repeat is a no-op). */
+export async function enqueueRegistrations(queues: Queues, jobs: readonly RegistrationJobData[]): Promise<void> {
+  if (jobs.length === 0) return;
+  await queues.registration.addBulk(jobs.map((data) => ({ name: data.kind, data, opts: { ...REGISTRATION_JOB_OPTIONS, jobId: registrationJobId(data) } })));
+}

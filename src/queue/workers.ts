@@ -1,4 +1,4 @@
-import { Worker, type Processor } from 'bullmq';
+import { Worker, type Processor, type WorkerOptions } from 'bullmq';
 import { createTransport } from 'nodemailer';
 import type { Deps } from '../deps.js';
 import { isRedisUnavailable } from '../redis.js';
@@ -8,6 +8,7 @@ import { createEmailProcessor } from '../notifications/welcome-email.js';
 import { createPipeline, type PipelineObserver } from '../pipeline/pipeline.js';
 import { PERMIT_RETRY_DELAY_MS, STAGES, type QueueName, type Stage } from './contract.js';
 import { createStageProcessor } from './stage-processor.js';
+import { createRegistrationEventsProcessor, createRegistrationProcessor, gatewayBackoff, scheduleRegistrationPolling } from './registration.js';
 import { loadWebhookSettings, type WebhookSettings } from '../webhooks/settings.js';
 import { createWebhookProcessor } from './webhook-processor.js';
 import { startWebhookRelay, type WebhookRelay } from './webhook-relay.js';
@@ -50,13 +51,24 @@ export function startWorkers(deps: Deps, services: Services, opts: StartWorkersO
   let webhookRelay: WebhookRelay | undefined;
   for (const name of opts.queues) {
     let processor: Processor;
-    const concurrency = name === 'webhooks' ? webhookSettings!.concurrency : config.workerConcurrency[name];
+    const concurrency =
+      name === 'webhooks' ? webhookSettings!.concurrency : name === 'registration-events' ? 1 : config.workerConcurrency[name];
+    let extra: Partial<WorkerOptions> = {};
     if ((STAGES as readonly string[]).includes(name)) {
       processor = createStageProcessor(pipeline, name as Stage, {
         setSize: config.pipelineSet.size,
         setWaitMs: config.pipelineSet.waitMs,
         ...(opts.observe ? { observe: opts.observe } : {}),
       }) as Processor;
+    } else if (name === 'registration') {
+      processor = createRegistrationProcessor({ db: deps.db, log, gateway: config.registrationGateway }) as Processor;
+      // The industry throttles: at most REGISTRATION_RATE_PER_SECOND requests a second over every worker (BullMQ's limiter is per queue).
+      extra = { limiter: { max: config.registration.ratePerSecond, duration: 1_000 }, settings: { backoffStrategy: gatewayBackoff } };
+    } else if (name === 'registration-events') {
+      processor = createRegistrationEventsProcessor({ db: deps.db, log, gateway: config.registrationGateway, queues: deps.queues }) as Processor;
+      if (config.registrationGateway) {
+        scheduleRegistrationPolling(deps.queues, config.registration.pollMs).catch((err: unknown) => log.warn({ err }, 'the registration events schedule could not be installed; it is retried at the next start'));
+      }
     } else if (name === 'webhooks') {
       const settings = webhookSettings!;
       processor = createWebhookProcessor(deps.db, { timeoutMs: settings.timeoutMs }) as Processor;
@@ -68,7 +80,7 @@ export function startWorkers(deps: Deps, services: Services, opts: StartWorkersO
       }
       processor = createEmailProcessor(deps, createTransport(config.smtpUrl), config.emailFrom) as Processor;
     }
-    const worker = new Worker(name, processor, { ...common, concurrency });
+    const worker = new Worker(name, processor, { ...common, concurrency, ...extra });
     // Connection losses are logged once by the connection itself (src/redis.ts); anything else here.
     worker.on('error', (err) => {
       if (!isRedisUnavailable(err)) log.warn({ err, queue: name }, 'worker error');

@@ -1,0 +1,98 @@
+import type { Kysely } from 'kysely';
+import { recordAudit } from '../audit/audit-log.js';
+import type { Database } from '../db/database.js';
+import { findSupplierByCode } from '../imports/suppliers/supplier.repository.js';
+import type { RegistrationQueue } from '../ports.js';
+import type { GatewayConfig } from './gateway-client.js';
+import { markMeterPoints, statusesOfAccount, type MarkResult } from './registration.repository.js';
+import type { MeterPointStatus } from './states.js';
+
+/** send-registration-flows' 200 body, as the published document has it (GbrMeterPointRegistrationStatuses). */
+export interface RegistrationFlows {
+  external_account_number: string;
+  import_supplier_code: string;
+  meter_points: Array<{ mpxn: string; status: 'REGISTRATION_FLOW_SUCCESS' } | { mpxn: string; status: 'REGISTRATION_FLOW_ERROR'; error_detail: string }>;
+}
+
+/** The published 404s: send-registration-flows' GbrRegistrationFlowError, meterpoint-statuses' GbrMeterPointStatusError. */
+export class RegistrationNotFound extends Error {
+  override readonly name = 'RegistrationNotFound';
+  constructor(readonly body: Record<string, string>) {
+    super(Object.values(body).at(-1));
+  }
+}
+
+export interface RegistrationServiceDeps {
+  db: Kysely<Database>;
+  queue: RegistrationQueue;
+  /** The gateway requests go to; undefined: none configured (marking then refuses, changing nothing). */
+  gateway: GatewayConfig | undefined;
+}
+
+/** Why marking started nothing for a meter point in this status (REGISTRATION_FLOW_ERROR's error_detail). */
+function notMarked(status: MeterPointStatus): string {
+  if (status === 'ON_SUPPLY') return 'The meter point is on supply: it is registered already.';
+  return `A registration attempt is already under way (${status}).`;
+}
+
+export function createRegistrationService(deps: RegistrationServiceDeps) {
+  /** The imported account of a supplier, or the published 404 built by `notFound`. */
+  async function accountOf(supplierCode: string, ext: string, notFound: () => RegistrationNotFound): Promise<{ id: string }> {
+    const supplier = await findSupplierByCode(deps.db, supplierCode);
+    if (!supplier) throw notFound();
+    // Imported: created by process (a staged account is not one yet).
+    const account = await deps.db.selectFrom('accounts').select('id').where('import_supplier_id', '=', supplier.id).where('external_account_number', '=', ext).executeTakeFirst();
+    if (!account) throw notFound();
+    return account;
+  }
+
+  /**
+   * send-registration-flows (decisions.md §8): marks each meter point of the account that may start
+   * a new attempt, and enqueues its request; answers each meter point as marked or not, and why not.
+   * With no gateway configured nothing is marked: every meter point answers REGISTRATION_FLOW_ERROR.
+   */
+  async function sendFlows(supplierCode: string, ext: string): Promise<RegistrationFlows> {
+    const flowNotFound = (detail: string) => () => new RegistrationNotFound({ external_account_number: ext, import_supplier_code: supplierCode, error_detail: detail });
+    const account = await accountOf(supplierCode, ext, flowNotFound(`Account not found for ${ext}.`));
+    const answer = (points: ReadonlyArray<Pick<MarkResult, 'mpxn' | 'request_id' | 'status'>>, refused?: string): RegistrationFlows => ({
+      external_account_number: ext,
+      import_supplier_code: supplierCode,
+      meter_points: points.map((p) =>
+        p.request_id !== null && refused === undefined
+          ? { mpxn: p.mpxn, status: 'REGISTRATION_FLOW_SUCCESS' as const }
+          : { mpxn: p.mpxn, status: 'REGISTRATION_FLOW_ERROR' as const, error_detail: refused ?? notMarked(p.status) },
+      ),
+    });
+    if (!deps.gateway) {
+      const points = await statusesOfAccount(deps.db, account.id);
+      if (points.length === 0) throw flowNotFound(`No meter points found for ${ext}.`)();
+      return answer(points.map((p) => ({ ...p, request_id: null })), 'No registration gateway is configured.');
+    }
+    const marked = await deps.db.transaction().execute(async (trx) => {
+      const rows = await markMeterPoints(trx, [account.id]);
+      const started = rows.filter((r) => r.request_id !== null);
+      if (started.length > 0) {
+        await recordAudit(trx, { action: 'registration.send', targetKind: 'account', target: `${supplierCode}/${ext}`, detail: { meter_points: started.map((r) => r.mpxn) } });
+      }
+      return rows;
+    });
+    if (marked.length === 0) throw flowNotFound(`No meter points found for ${ext}.`)();
+    // After the commit: a job for a marking that rolled back would find nothing to send. A lost
+    // enqueue (Redis away) is found again by the poller's sweep of unanswered attempts.
+    await deps.queue.enqueue(marked.filter((r) => r.request_id !== null).map((r) => ({ requestId: r.request_id!, kind: 'request' as const })));
+    return answer(marked);
+  }
+
+  /** meterpoint-statuses-for-account: the account's meter points and their statuses (a flat list, as the document's schema has it). */
+  async function statuses(supplierCode: string, ext: string): Promise<Array<{ mpxn: string; status: MeterPointStatus }>> {
+    const notFound = () => new RegistrationNotFound({ error: `No meterpoints found for ${ext}.` });
+    const account = await accountOf(supplierCode, ext, notFound);
+    const points = await statusesOfAccount(deps.db, account.id);
+    if (points.length === 0) throw notFound();
+    return points;
+  }
+
+  return { sendFlows, statuses };
+}
+
+export type RegistrationService = ReturnType<typeof createRegistrationService>;
