@@ -52,6 +52,8 @@ export interface UploadParams {
   supplier: string;
   team: string;
   dryRun: boolean;
+  /** Register the meter points of the accounts the batch creates. */
+  register?: boolean | undefined;
   idempotencyKey?: string | undefined;
   /** Called a few times a second while the file is sent, with bytes read from disk so far. */
   onProgress?: ((sent: number, size: number) => void) | undefined;
@@ -122,7 +124,7 @@ export class ApiClient {
   /** Streams an NDJSON file to the upload endpoint; resolves once the service has stored every line. */
   async uploadFile(path: string, params: UploadParams): Promise<{ batch_id: string; total_items: number }> {
     const { size } = await stat(path);
-    const query = new URLSearchParams({ import_supplier: params.supplier, operations_team_name: params.team, dry_run: String(params.dryRun) });
+    const query = new URLSearchParams({ import_supplier: params.supplier, operations_team_name: params.team, dry_run: String(params.dryRun), ...(params.register ? { register: 'true' } : {}) });
     const headers: Record<string, string> = { 'content-type': 'application/x-ndjson', accept: 'application/json' };
     if (params.idempotencyKey !== undefined) headers['idempotency-key'] = params.idempotencyKey;
     const url = `${this.baseUrl}/v1/data-import/batches/?${query}`;
@@ -213,6 +215,17 @@ export class ApiClient {
       ...(code !== undefined ? { code } : {}),
     };
     return this.#call('POST', `${batchPath(batchId)}retry/`, { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
+  }
+
+  /** Marks the meter points of the batch's created accounts for registration. */
+  registerBatch(batchId: string): Promise<{ batch_id: string; accounts: number; meter_points_marked: number; meter_points_not_marked: number }> {
+    return this.#call('POST', `${batchPath(batchId)}registration-flows/`, {});
+  }
+
+  /** Withdraws the current registration of an account's meter points (or one's, by mpxn). */
+  withdrawRegistration(supplier: string, ext: string, mpxn?: string): Promise<{ meter_points: Array<{ mpxn: string; status: string; error_detail?: string }> }> {
+    const path = `/v1/data-import/registration-withdrawals/${encodeURIComponent(supplier)}/${encodeURIComponent(ext)}/`;
+    return this.#call('POST', path, mpxn === undefined ? {} : { body: JSON.stringify({ mpxn }), headers: { 'content-type': 'application/json' } });
   }
 
   cancel(batchId: string): Promise<BatchStatus> {

@@ -116,6 +116,7 @@ Example:
     .requiredOption('--supplier <code>', 'import supplier code')
     .requiredOption('--team <name>', 'operations team the accounts are assigned to')
     .option('--dry-run', 'run every check and step, then roll each account back: nothing is imported')
+    .option('--register', 'register the meter points of every account the batch creates (docs/registration.md)')
     .option('--no-wait', 'print the batch id once the service has accepted the file, and exit 0')
     .option('--idempotency-key <key>', "send again with the same key: the service returns the first upload's batch")
     .option('--url <url>', 'the service (default: IMPORT_API_URL, else http://HOST:PORT)')
@@ -254,6 +255,33 @@ Exit status:
       return EXIT_OK;
     }),
   );
+  withApiOptions(
+    batch
+      .command('register')
+      .description("Register the meter points of every account the batch created (docs/registration.md); those with an attempt under way or on supply are left as they are.")
+      .argument('<batch_id>', 'the id upload printed', batchId),
+  ).action((id: string, opts: ApiOpts) =>
+    run(async (config) => {
+      const r = await clientFor(opts, config).registerBatch(id);
+      out(`batch ${r.batch_id}: ${r.meter_points_marked} meter point(s) of ${r.accounts} account(s) marked for registration, ${r.meter_points_not_marked} left as they were`);
+      return EXIT_OK;
+    }),
+  );
+  const registration = program.command('registration').description('Meter-point registration with the industry (docs/registration.md).');
+  withApiOptions(
+    registration
+      .command('withdraw')
+      .description("Withdraw the current registration of an account's meter points, or of one: where it is REGISTRATION_REQUESTED, REGISTRATION_ACCEPTED or OBJECTION_RECEIVED.")
+      .argument('<supplier>', 'import supplier code')
+      .argument('<external_account_number>', "the account's number at the supplier")
+      .argument('[mpxn]', 'only this meter point (MPAN or MPRN)'),
+  ).action((supplier: string, ext: string, mpxn: string | undefined, opts: ApiOpts) =>
+    run(async (config) => {
+      const r = await clientFor(opts, config).withdrawRegistration(supplier, ext, mpxn);
+      for (const p of r.meter_points) out(`${p.mpxn}  ${p.status}${p.error_detail ? `  ${p.error_detail}` : ''}`);
+      return r.meter_points.some((p) => p.status === 'WITHDRAWAL_FLOW_SUCCESS') ? EXIT_OK : EXIT_FAILED;
+    }),
+  );
   batch
     .command('reconcile')
     .description(
@@ -298,6 +326,7 @@ interface UploadOpts extends ApiOpts {
   supplier: string;
   team: string;
   dryRun?: boolean;
+  register?: boolean;
   wait: boolean;
   idempotencyKey?: string;
 }
@@ -372,6 +401,7 @@ async function upload(file: string, opts: UploadOpts, client: ApiClient, io: Coh
       supplier: opts.supplier,
       team: opts.team,
       dryRun: opts.dryRun === true,
+      register: opts.register === true,
       idempotencyKey: opts.idempotencyKey,
       onProgress: (sent, size) => progress.upload(sent, size),
     });

@@ -17,7 +17,7 @@ import { accountView } from '../imports/accounts/account-view.js';
 import { addReferenceValue, listReferenceValues, retireReferenceValue } from '../imports/reference/reference.repository.js';
 import { isReferenceKind, REFERENCE_KINDS, type ReferenceKind } from '../imports/reference/reference.seed.js';
 import { findSupplierByCode } from '../imports/suppliers/supplier.repository.js';
-import { createSupplier, listSuppliers, parseSupplierStatus, setSupplierDefaultTeam, setSupplierStatus } from '../imports/suppliers/supplier.service.js';
+import { createSupplier, listSuppliers, parseSupplierStatus, setSupplierAutoRegister, setSupplierDefaultTeam, setSupplierStatus } from '../imports/suppliers/supplier.service.js';
 import { createTeam, listTeams } from '../imports/teams/team.service.js';
 import { PACKAGE_VERSION } from '../project-root.js';
 import {
@@ -145,7 +145,8 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
     .option('--status <status>', 'ongoing, paused or complete, any case (default: ongoing)', statusArg)
     .option('--documents-root <path>', 'where its statement documents live (default: empty)')
     .option('--send-customer-emails', 'send emails to its customers (default: off)')
-    .action((code: string, opts: { name?: string; status?: string; documentsRoot?: string; sendCustomerEmails?: boolean }) =>
+    .option('--auto-register', 'register the meter points of every account created from now on (default: off; docs/registration.md)')
+    .action((code: string, opts: { name?: string; status?: string; documentsRoot?: string; sendCustomerEmails?: boolean; autoRegister?: boolean }) =>
       withDb(async (db) => {
         const s = await audited(
           db,
@@ -156,8 +157,9 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
               ...(opts.status !== undefined ? { status: opts.status } : {}),
               ...(opts.documentsRoot !== undefined ? { documentsRoot: opts.documentsRoot } : {}),
               sendCustomerEmails: opts.sendCustomerEmails === true,
+              autoRegister: opts.autoRegister === true,
             }),
-          (c) => ({ action: 'supplier.create', targetKind: 'supplier', target: c.code, detail: { name: c.name, status: c.status, documents_root: c.documents_root, send_customer_emails: c.send_customer_emails } }),
+          (c) => ({ action: 'supplier.create', targetKind: 'supplier', target: c.code, detail: { name: c.name, status: c.status, documents_root: c.documents_root, send_customer_emails: c.send_customer_emails, auto_register: c.auto_register_since !== null } }),
         );
         out(`created supplier ${s.code} (${s.name}), status ${s.status}`);
       }),
@@ -171,6 +173,20 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
       withDb(async (db) => {
         const s = await audited(db, (trx) => setSupplierStatus(trx, code, status), (c) => ({ action: 'supplier.set_status', targetKind: 'supplier', target: c.code, detail: { status: c.status } }));
         out(`supplier ${s.code} status ${s.status}`);
+      }),
+    );
+  supplier
+    .command('set-auto-register')
+    .description('Register the meter points of every account created from now on (on), or stop (off).')
+    .argument('<code>', 'supplier code')
+    .argument('<on_or_off>', 'on or off', (v: string) => {
+      if (v !== 'on' && v !== 'off') throw new InvalidArgumentError('Expected on or off.');
+      return v;
+    })
+    .action((code: string, onOff: 'on' | 'off') =>
+      withDb(async (db) => {
+        const s = await audited(db, (trx) => setSupplierAutoRegister(trx, code, onOff === 'on'), (c) => ({ action: 'supplier.set_auto_register', targetKind: 'supplier', target: c.code, detail: { auto_register: onOff === 'on' } }));
+        out(s.auto_register_since ? `supplier ${s.code} registers the accounts created since ${formatDatetime(s.auto_register_since)}` : `supplier ${s.code} does not register automatically`);
       }),
     );
   supplier

@@ -17,6 +17,8 @@ export interface ImportSuppliersTable {
   send_customer_emails: ColumnType<boolean, boolean | undefined, boolean>;
   /** The team a scheduled (v2) account goes to; it names none of its own. */
   default_operations_team_id: ColumnType<string | null, string | null | undefined, string | null>;
+  /** Accounts created since then have their meter points registered automatically; null: off. */
+  auto_register_since: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
   created_at: CreatedAt;
   updated_at: CreatedAt;
 }
@@ -406,6 +408,8 @@ export interface BatchesTable {
   /** The API key that uploaded it (its Idempotency-Key's namespace); null for importctl uploads. */
   api_key_id: ColumnType<string | null, string | null | undefined, string | null>;
   cancel_requested_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+  /** Uploaded with register=true: its succeeded accounts' meter points are registered. */
+  register: ColumnType<boolean, boolean | undefined, boolean>;
   created_at: CreatedAt;
   finished_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
   kind: ColumnType<BatchKind, BatchKind | undefined, BatchKind>;

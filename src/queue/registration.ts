@@ -4,6 +4,7 @@ import type { Database } from '../db/database.js';
 import type { Logger } from '../log.js';
 import { GatewayUnavailable, readEvents, sendRegistration, sendWithdrawal, type GatewayAnswer, type GatewayConfig } from '../registration/gateway-client.js';
 import {
+  accountsAwaitingRegistration,
   anyOpenRegistration,
   applyEventsPage,
   findAttempt,
@@ -89,12 +90,18 @@ const LOST_JOB_AFTER_MS = 60_000;
 
 export interface EventsPollDeps extends RegistrationWorkerDeps {
   queues: Queues;
+  /** Marks accounts' meter points and enqueues the attempts (the registration service's markAccounts). */
+  markAccounts(accountIds: readonly string[]): Promise<{ marked: number; not_marked: number }>;
 }
+
+/** Accounts the sweep marks per run at most (automatic registration, register=true batches). */
+const SWEEP_ACCOUNTS = 2_000;
 
 /**
  * The registration-events queue's processor, run by a BullMQ job scheduler every REGISTRATION_POLL_MS:
  * re-creates the jobs of attempts whose job was lost (a deterministic id makes that a no-op for the
- * others), then, while any registration is open, reads the gateway's events a page at a time. Each
+ * others), marks the accounts registered automatically (a supplier's --auto-register, a batch's
+ * register=true) that are not yet, then, while any registration is open, reads the gateway's events a page at a time. Each
  * page is applied and its cursor saved in one transaction that first locks the cursor row (NOWAIT):
  * a second run at the same moment, in any process, finds it locked and stops, so two never interleave.
  */
@@ -104,6 +111,9 @@ export function createRegistrationEventsProcessor(deps: EventsPollDeps) {
     if (!gateway) return { pages: 0, applied: 0 };
     const lost = await unansweredAttempts(deps.db, new Date(Date.now() - LOST_JOB_AFTER_MS), 1_000);
     await enqueueRegistrations(deps.queues, lost.map((requestId) => ({ requestId, kind: 'request' })));
+    // Automatic registration (a supplier's, a register=true batch's): what was asked for and never marked.
+    const awaiting = await accountsAwaitingRegistration(deps.db, SWEEP_ACCOUNTS);
+    if (awaiting.length > 0) await deps.markAccounts(awaiting);
     if (!(await anyOpenRegistration(deps.db))) return { pages: 0, applied: 0 };
     let pages = 0;
     let applied = 0;

@@ -65,7 +65,7 @@ export function startWorkers(deps: Deps, services: Services, opts: StartWorkersO
       // The industry throttles: at most REGISTRATION_RATE_PER_SECOND requests a second over every worker (BullMQ's limiter is per queue).
       extra = { limiter: { max: config.registration.ratePerSecond, duration: 1_000 }, settings: { backoffStrategy: gatewayBackoff } };
     } else if (name === 'registration-events') {
-      processor = createRegistrationEventsProcessor({ db: deps.db, log, gateway: config.registrationGateway, queues: deps.queues }) as Processor;
+      processor = createRegistrationEventsProcessor({ db: deps.db, log, gateway: config.registrationGateway, queues: deps.queues, markAccounts: (ids) => services.registration.markAccounts(ids) }) as Processor;
       if (config.registrationGateway) {
         scheduleRegistrationPolling(deps.queues, config.registration.pollMs).catch((err: unknown) => log.warn({ err }, 'the registration events schedule could not be installed; it is retried at the next start'));
       }

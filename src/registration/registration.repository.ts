@@ -319,3 +319,36 @@ export async function requestWithdrawals(ex: Executor, accountId: string, mpxn?:
     ORDER BY t.id`.execute(ex);
   return rows;
 }
+
+/** A page of a batch's succeeded items' accounts, in line order after `afterLine`. */
+export async function accountsOfBatch(ex: Executor, batchId: string, afterLine: number, limit: number): Promise<Array<{ line: number; account_id: string }>> {
+  const { rows } = await sql<{ line: number; account_id: string }>`
+    SELECT i.line, a.id::text AS account_id
+    FROM batch_items i JOIN accounts a ON a.number = i.service_account_number AND a.external_account_number = i.external_account_number
+    WHERE i.batch_id = ${batchId}::uuid AND i.state = 'succeeded' AND i.line > ${afterLine}
+    ORDER BY i.line LIMIT ${limit}`.execute(ex);
+  return rows;
+}
+
+/**
+ * Accounts whose meter points were asked to be registered and never were (no attempt yet): created
+ * since their supplier turned automatic registration on, or succeeded in a batch uploaded with
+ * register=true (of the last 30 days). The events poller's sweep marks them, at most `limit` a run.
+ */
+export async function accountsAwaitingRegistration(ex: Executor, limit: number): Promise<string[]> {
+  const { rows } = await sql<{ id: string }>`
+    SELECT id::text AS id FROM (
+      SELECT a.id FROM import_suppliers s
+      JOIN accounts a ON a.import_supplier_id = s.id AND a.created_at >= s.auto_register_since
+      WHERE s.auto_register_since IS NOT NULL
+        AND EXISTS (SELECT 1 FROM meter_points m WHERE m.account_id = a.id AND m.registration_status = 'PRE_REGISTRATION' AND m.registration_request_id IS NULL)
+      UNION
+      SELECT a.id FROM batches b
+      JOIN batch_items i ON i.batch_id = b.id AND i.state = 'succeeded'
+      JOIN accounts a ON a.number = i.service_account_number AND a.external_account_number = i.external_account_number
+      WHERE b.register AND NOT b.dry_run AND b.created_at > now() - interval '30 days'
+        AND EXISTS (SELECT 1 FROM meter_points m WHERE m.account_id = a.id AND m.registration_status = 'PRE_REGISTRATION' AND m.registration_request_id IS NULL)
+    ) awaiting
+    ORDER BY id LIMIT ${limit}`.execute(ex);
+  return rows.map((r) => r.id);
+}

@@ -4,7 +4,11 @@ import type { Database } from '../db/database.js';
 import { findSupplierByCode } from '../imports/suppliers/supplier.repository.js';
 import type { RegistrationQueue } from '../ports.js';
 import type { GatewayConfig } from './gateway-client.js';
-import { markMeterPoints, statusesOfAccount, type MarkResult } from './registration.repository.js';
+import { reaches } from '../auth/supplier-scope.js';
+import { AppError } from '../errors.js';
+import { findBatch } from '../imports/batches/batch.repository.js';
+import { UUID } from '../imports/batches/batch.service.js';
+import { accountsOfBatch, markMeterPoints, requestWithdrawals, statusesOfAccount, type MarkResult } from './registration.repository.js';
 import type { MeterPointStatus } from './states.js';
 
 /** send-registration-flows' 200 body, as the published document has it (GbrMeterPointRegistrationStatuses). */
@@ -92,7 +96,81 @@ export function createRegistrationService(deps: RegistrationServiceDeps) {
     return points;
   }
 
-  return { sendFlows, statuses };
+  /**
+   * Marks the meter points of these accounts, a chunk of accounts per transaction, and enqueues the
+   * attempts started. Answers how many meter points were marked and how many were not (an attempt
+   * already under way, on supply). Nothing without a gateway.
+   */
+  async function markAccounts(accountIds: readonly string[], audit?: { action: string; target: string; kind: 'batch' | 'supplier' }): Promise<{ marked: number; not_marked: number }> {
+    const out = { marked: 0, not_marked: 0 };
+    for (let i = 0; i < accountIds.length; i += MARK_CHUNK) {
+      const chunk = accountIds.slice(i, i + MARK_CHUNK);
+      const rows = await deps.db.transaction().execute((trx) => markMeterPoints(trx, chunk));
+      const started = rows.filter((r) => r.request_id !== null);
+      out.marked += started.length;
+      out.not_marked += rows.length - started.length;
+      await deps.queue.enqueue(started.map((r) => ({ requestId: r.request_id!, kind: 'request' as const })));
+    }
+    if (audit) await recordAudit(deps.db, { action: audit.action, targetKind: audit.kind, target: audit.target, detail: out });
+    return out;
+  }
+
+  /** Registers the meter points of a batch's succeeded accounts (importctl batch register, POST …/batches/{id}/registration-flows/). */
+  async function registerBatch(batchId: string): Promise<{ batch_id: string; accounts: number; meter_points_marked: number; meter_points_not_marked: number }> {
+    const batch = UUID.test(batchId) ? await findBatch(deps.db, batchId) : undefined;
+    if (!batch || !reaches(batch.supplier_code)) throw new AppError(404, 'batch_not_found', `Batch '${batchId}' does not exist.`);
+    if (batch.dry_run) throw new AppError(400, 'batch_is_dry_run', `Batch '${batchId}' is a dry run: it created no account to register.`);
+    if (!deps.gateway) throw new AppError(400, 'registration_flow_error', 'No registration gateway is configured.');
+    let after = 0;
+    const accounts: string[] = [];
+    for (;;) {
+      const page = await accountsOfBatch(deps.db, batchId, after, 5_000);
+      if (page.length === 0) break;
+      accounts.push(...page.map((p) => p.account_id));
+      after = page.at(-1)!.line;
+    }
+    const done = await markAccounts(accounts, { action: 'batch.register', kind: 'batch', target: batchId });
+    return { batch_id: batchId, accounts: accounts.length, meter_points_marked: done.marked, meter_points_not_marked: done.not_marked };
+  }
+
+  /**
+   * Withdraws the current attempt of the account's meter points (or of one, by mpxn) where §8 allows
+   * it (REGISTRATION_REQUESTED, REGISTRATION_ACCEPTED, OBJECTION_RECEIVED): the withdrawal goes to the
+   * gateway through the queue, and the meter point moves to WITHDRAWAL_REQUESTED once it is taken.
+   */
+  async function withdraw(supplierCode: string, ext: string, mpxn?: string): Promise<WithdrawalFlows> {
+    const flowNotFound = (detail: string) => () => new RegistrationNotFound({ external_account_number: ext, import_supplier_code: supplierCode, error_detail: detail });
+    const account = await accountOf(supplierCode, ext, flowNotFound(`Account not found for ${ext}.`));
+    if (!deps.gateway) throw new AppError(400, 'registration_flow_error', 'No registration gateway is configured.');
+    const rows = await deps.db.transaction().execute(async (trx) => {
+      const found = await requestWithdrawals(trx, account.id, mpxn);
+      const asked = found.filter((r) => r.request_id !== null);
+      if (asked.length > 0) await recordAudit(trx, { action: 'registration.withdraw', targetKind: 'account', target: `${supplierCode}/${ext}`, detail: { meter_points: asked.map((r) => r.mpxn) } });
+      return found;
+    });
+    if (rows.length === 0) throw flowNotFound(mpxn === undefined ? `No meter points found for ${ext}.` : `No meter point ${mpxn} on ${ext}.`)();
+    await deps.queue.enqueue(rows.filter((r) => r.request_id !== null).map((r) => ({ requestId: r.request_id!, kind: 'withdrawal' as const })));
+    return {
+      external_account_number: ext,
+      import_supplier_code: supplierCode,
+      meter_points: rows.map((r) =>
+        r.request_id !== null
+          ? { mpxn: r.mpxn, status: 'WITHDRAWAL_FLOW_SUCCESS' as const }
+          : { mpxn: r.mpxn, status: 'WITHDRAWAL_FLOW_ERROR' as const, error_detail: `Nothing to withdraw: the meter point is ${r.status}.` },
+      ),
+    };
+  }
+
+  return { sendFlows, statuses, markAccounts, registerBatch, withdraw };
+}
+
+/** Accounts marked per transaction: their meter points' rows are locked until it commits. */
+const MARK_CHUNK = 500;
+
+export interface WithdrawalFlows {
+  external_account_number: string;
+  import_supplier_code: string;
+  meter_points: Array<{ mpxn: string; status: 'WITHDRAWAL_FLOW_SUCCESS' } | { mpxn: string; status: 'WITHDRAWAL_FLOW_ERROR'; error_detail: string }>;
 }
 
 export type RegistrationService = ReturnType<typeof createRegistrationService>;

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { RegistrationNotFound, type RegistrationService } from '../../registration/registration.service.js';
 import { METER_POINT_STATUSES } from '../../registration/states.js';
 import type { RouteDef } from '../route.js';
+import { parseOrThrow } from '../../imports/shared/validation.js';
 
 // The published document's two registration endpoints (decisions.md §8), with its bodies exactly:
 // their 404s are the document's own shapes, not the envelope.
@@ -19,6 +20,14 @@ const flowsSchema = z.object({
 const flowErrorSchema = z.object({ external_account_number: z.string(), import_supplier_code: z.string(), error_detail: z.string() });
 const statusSchema = z.object({ mpxn: z.string(), status: z.enum(METER_POINT_STATUSES) });
 const statusErrorSchema = z.object({ error: z.string() });
+const batchParams = z.object({ batch_id: z.string() });
+const batchRegistrationSchema = z.object({ batch_id: z.string(), accounts: z.number().int(), meter_points_marked: z.number().int(), meter_points_not_marked: z.number().int() });
+const withdrawalBodySchema = z.strictObject({ mpxn: z.string().min(1).max(64).optional() });
+const withdrawalsSchema = z.object({
+  external_account_number: z.string(),
+  import_supplier_code: z.string(),
+  meter_points: z.array(z.object({ mpxn: z.string(), status: z.enum(['WITHDRAWAL_FLOW_SUCCESS', 'WITHDRAWAL_FLOW_ERROR']), error_detail: z.string().optional() })),
+});
 
 /** The published 404 bodies are answered as they are; anything else goes to the error handler. */
 async function orPublished404<T>(reply: FastifyReply, work: () => Promise<T>): Promise<T | FastifyReply> {
@@ -66,6 +75,43 @@ export function registrationRoutes(registration: RegistrationService): RouteDef[
       handler: async (req, reply) => {
         const p = req.params as { import_supplier_code: string; external_account_number: string };
         return orPublished404(reply, () => registration.statuses(p.import_supplier_code, p.external_account_number));
+      },
+    },
+    {
+      method: 'POST',
+      url: '/v1/data-import/batches/:batch_id/registration-flows/',
+      operationId: 'register_batch',
+      summary: "Mark the meter points of every account the batch created for registration (as send-registration-flows does for one account).",
+      tags: ['registration', 'batches'],
+      auth: 'token',
+      params: batchParams,
+      responses: {
+        200: { description: 'How many accounts, and how many of their meter points were marked or not (an attempt under way, on supply).', schema: batchRegistrationSchema },
+        400: { description: 'batch_is_dry_run, registration_flow_error (no registration gateway is configured)' },
+        401: { description: 'Not authenticated.' },
+        404: { description: 'batch_not_found' },
+      },
+      handler: async (req) => registration.registerBatch((req.params as { batch_id: string }).batch_id),
+    },
+    {
+      method: 'POST',
+      url: '/v1/data-import/registration-withdrawals/:import_supplier_code/:external_account_number/',
+      operationId: 'withdraw_registration',
+      summary: "Withdraw the current registration of the account's meter points (or of one, by mpxn), where it may be withdrawn: REGISTRATION_REQUESTED, REGISTRATION_ACCEPTED or OBJECTION_RECEIVED.",
+      tags: ['registration'],
+      auth: 'token',
+      params: pairParams,
+      body: withdrawalBodySchema,
+      responses: {
+        200: { description: 'Each meter point: WITHDRAWAL_FLOW_SUCCESS when its withdrawal was sent on, WITHDRAWAL_FLOW_ERROR with error_detail when there was nothing to withdraw.', schema: withdrawalsSchema },
+        400: { description: 'invalid_request, registration_flow_error (no registration gateway is configured)' },
+        401: { description: 'Not authenticated.' },
+        404: { description: 'The account is not imported, or has no such meter point.', schema: flowErrorSchema },
+      },
+      handler: async (req, reply) => {
+        const p = req.params as { import_supplier_code: string; external_account_number: string };
+        const body = parseOrThrow(withdrawalBodySchema, req.body ?? {}, 'invalid_request', 'Invalid request.');
+        return orPublished404(reply, () => registration.withdraw(p.import_supplier_code, p.external_account_number, body.mpxn));
       },
     },
   ];

@@ -339,6 +339,8 @@ export interface AccountTreeRows {
   registers: Row[];
   readings: Row[];
   agreements: Row[];
+  /** Each meter point's registration history (decisions.md §8), oldest first. */
+  registrationHistory: Row[];
   metadata: { key: string; value: unknown }[];
   counts: { notes: number; transactions: number; statements: number; payment_instructions: number };
 }
@@ -371,6 +373,16 @@ export async function readAccountTree(db: Executor, supplierId: string, external
   const meterPointIds = meterPoints.map((m) => m.id);
   const psr = customerIds.length > 0 ? await db.selectFrom('customer_psr_entries').selectAll().where('customer_id', 'in', customerIds).orderBy('customer_id').orderBy('position').execute() : [];
   const meters = meterPointIds.length > 0 ? await db.selectFrom('meters').selectAll().where('meter_point_id', 'in', meterPointIds).orderBy('meter_point_id').orderBy('position').orderBy('id').execute() : [];
+  const registrationHistory =
+    meterPointIds.length > 0
+      ? await db
+          .selectFrom('registration_history')
+          .select(['meter_point_id', 'at', 'cause', 'request_id', 'event_id', 'event_type', 'occurred_at', 'from_status', 'to_status', 'applied', 'reason'])
+          .where('meter_point_id', 'in', meterPointIds)
+          .orderBy('meter_point_id')
+          .orderBy('id')
+          .execute()
+      : [];
   const agreements = meterPointIds.length > 0 ? await db.selectFrom('agreements').selectAll().where('meter_point_id', 'in', meterPointIds).orderBy('meter_point_id').orderBy('position').orderBy('id').execute() : [];
   const meterIds = meters.map((m) => m.id);
   const registers = meterIds.length > 0 ? await db.selectFrom('meter_registers').selectAll().where('meter_id', 'in', meterIds).orderBy('meter_id').orderBy('position').execute() : [];
@@ -386,6 +398,7 @@ export async function readAccountTree(db: Executor, supplierId: string, external
     registers,
     readings,
     agreements,
+    registrationHistory,
     metadata: metadata.map((m) => ({ key: m.key, value: m.value })),
     counts: {
       notes: Number(counts.notes ?? 0),

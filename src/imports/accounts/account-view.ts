@@ -12,6 +12,8 @@ type Row = Record<string, unknown>;
 const INTERNAL = new Set(['id', 'account_id', 'customer_id', 'supply_address_id', 'meter_point_id', 'meter_id', 'position', 'import_supplier_id', 'operations_team_id', 'number', 'created_at', 'kind']);
 
 /** A row as payload fields: bookkeeping dropped, nulls left out, instants in the interface's form. */
+const REGISTRATION_COLUMNS = ['registration_status', 'registration_request_id', 'registration_error', 'registration_updated_at'];
+
 function fields(row: Row, drop: readonly string[] = []): Row {
   const out: Row = {};
   for (const [k, v] of Object.entries(row)) {
@@ -78,11 +80,18 @@ export function accountView(supplierCode: string, rows: AccountTreeRows): Import
   const readings = byParent(rows.readings, 'meter_id');
   const meters = byParent(rows.meters, 'meter_point_id');
   const agreements = byParent(rows.agreements, 'meter_point_id');
+  const registrationHistory = byParent(rows.registrationHistory, 'meter_point_id');
   const meterPoints = byParent(rows.meterPoints, 'supply_address_id');
   const supplyAddresses = rows.supplyAddresses.map((s) => ({
     ...fields(s),
     meter_points: (meterPoints.get(String(s.id)) ?? []).map((mp) => {
-      const out = fields(mp);
+      const out = fields(mp, REGISTRATION_COLUMNS);
+      // Where its registration stands (decisions.md §8), with every change and event, applied or not.
+      out.registration = {
+        status: mp.registration_status,
+        ...fields({ request_id: mp.registration_request_id, error: mp.registration_error, updated_at: mp.registration_updated_at }),
+        history: (registrationHistory.get(String(mp.id)) ?? []).map((h) => ({ ...fields(h), applied: h.applied })),
+      };
       const ms = meters.get(String(mp.id)) ?? [];
       if (ms.length > 0) {
         out.meters = ms.map((m) => {

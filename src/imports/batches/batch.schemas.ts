@@ -22,6 +22,8 @@ export const uploadQuerySchema = z.strictObject({
   import_supplier: z.string().min(1),
   operations_team_name: z.string().min(1),
   dry_run: z.enum(['true', 'false']).optional().transform((v) => v === 'true'),
+  /** Register the meter points of every account the batch creates (decisions.md §8): the registration sweep marks them. */
+  register: z.enum(['true', 'false']).optional().transform((v) => v === 'true'),
 });
 
 export const itemsQuerySchema = z.strictObject({

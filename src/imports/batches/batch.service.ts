@@ -27,6 +27,8 @@ export interface UploadParams {
   import_supplier: string;
   operations_team_name: string;
   dry_run: boolean;
+  /** Register the meter points of the accounts it creates (upload's register=true). */
+  register?: boolean | undefined;
   idempotencyKey?: string | undefined;
   /** The API key uploading (its Idempotency-Keys are its own); undefined for importctl. */
   apiKeyId?: string | undefined;
@@ -97,7 +99,7 @@ export function createBatchService(deps: BatchServiceDeps) {
     if (params.idempotencyKey !== undefined) {
       const claimed = await deps.db
         .insertInto('batches')
-        .values({ id, import_supplier_id: supplier.id, operations_team_id: team.id, dry_run: params.dry_run, idempotency_key: params.idempotencyKey, api_key_id: params.apiKeyId ?? null })
+        .values({ id, import_supplier_id: supplier.id, operations_team_id: team.id, dry_run: params.dry_run, register: params.register === true, idempotency_key: params.idempotencyKey, api_key_id: params.apiKeyId ?? null })
         // The only other unique key is the random id: a conflict is this key's batch (batches_idempotency).
         .onConflict((oc) => oc.doNothing())
         .returning('id')
@@ -116,7 +118,7 @@ export function createBatchService(deps: BatchServiceDeps) {
     } else {
       await deps.db
         .insertInto('batches')
-        .values({ id, import_supplier_id: supplier.id, operations_team_id: team.id, dry_run: params.dry_run, api_key_id: params.apiKeyId ?? null })
+        .values({ id, import_supplier_id: supplier.id, operations_team_id: team.id, dry_run: params.dry_run, register: params.register === true, api_key_id: params.apiKeyId ?? null })
         .execute();
     }
 
@@ -146,7 +148,7 @@ export function createBatchService(deps: BatchServiceDeps) {
         action: 'batch.upload',
         targetKind: 'batch',
         target: id,
-        detail: { import_supplier: params.import_supplier, operations_team_name: params.operations_team_name, dry_run: params.dry_run, total_items: total },
+        detail: { import_supplier: params.import_supplier, operations_team_name: params.operations_team_name, dry_run: params.dry_run, register: params.register === true, total_items: total },
       });
     });
     await enqueueOpen(id, params.dry_run);

@@ -17,6 +17,7 @@ export const SUPPLIER_COLUMNS_JOINED = [
   's.documents_root as supplier_documents_root',
   's.send_customer_emails as supplier_send_customer_emails',
   's.default_operations_team_id as supplier_default_operations_team_id',
+  's.auto_register_since as supplier_auto_register_since',
   's.created_at as supplier_created_at',
   's.updated_at as supplier_updated_at',
 ] as const;
@@ -29,6 +30,7 @@ export interface SupplierColumnsJoined {
   supplier_documents_root: string;
   supplier_send_customer_emails: boolean;
   supplier_default_operations_team_id: string | null;
+  supplier_auto_register_since: Date | null;
   supplier_created_at: Date;
   supplier_updated_at: Date;
 }
@@ -41,6 +43,7 @@ export const supplierFromRow = (row: SupplierColumnsJoined): ImportSupplier => (
   documents_root: row.supplier_documents_root,
   send_customer_emails: row.supplier_send_customer_emails,
   default_operations_team_id: row.supplier_default_operations_team_id,
+  auto_register_since: row.supplier_auto_register_since,
   created_at: row.supplier_created_at,
   updated_at: row.supplier_updated_at,
 });

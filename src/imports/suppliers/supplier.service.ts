@@ -21,6 +21,8 @@ export interface NewSupplierInput {
   status?: string;
   documentsRoot?: string;
   sendCustomerEmails?: boolean;
+  /** Register the meter points of every account created from now on (decisions.md §8). */
+  autoRegister?: boolean;
 }
 
 /** Accepts `ongoing`, `Paused`, `COMPLETE`…: operators type statuses in whatever case they think in. */
@@ -67,6 +69,7 @@ export async function createSupplier(db: Executor, input: NewSupplierInput): Pro
         status,
         documents_root: input.documentsRoot ?? '',
         send_customer_emails: input.sendCustomerEmails ?? false,
+        ...(input.autoRegister ? { auto_register_since: sql`now()` } : {}),
       })
       .returningAll()
       .executeTakeFirstOrThrow();
@@ -76,6 +79,21 @@ export async function createSupplier(db: Executor, input: NewSupplierInput): Pro
     }
     throw err;
   }
+}
+
+/**
+ * Turns automatic registration on (the accounts created from now on are registered: their meter
+ * points are marked by the registration sweep) or off; unknown code → import_supplier_not_found.
+ */
+export async function setSupplierAutoRegister(db: Executor, code: string, on: boolean): Promise<ImportSupplier> {
+  const row = await db
+    .updateTable('import_suppliers')
+    .set({ auto_register_since: on ? sql`coalesce(auto_register_since, now())` : null, updated_at: sql`now()` })
+    .where('code', '=', code)
+    .returningAll()
+    .executeTakeFirst();
+  if (!row) throw notFound('import_supplier_not_found', `Import supplier '${code}' does not exist.`);
+  return row;
 }
 
 /** Sets the status (case-insensitive input, stored upper case); unknown code → import_supplier_not_found. */
