@@ -23,6 +23,8 @@ export interface Metrics {
   readonly pipelineObserver: PipelineObserver;
   /** Called by the queue workers once per job attempt. */
   observeJob(queue: string, outcome: JobOutcome, seconds: number): void;
+  /** Called by the registration events poller with the seconds from request to acceptance of each acceptance it applied. */
+  observeAcceptance(seconds: readonly number[]): void;
   /** Adds the onResponse hook timing every request; call it on the root instance, before routes are registered. */
   installHttpHook(app: FastifyInstance): void;
 }
@@ -147,6 +149,45 @@ export function createMetrics(deps: Pick<Deps, 'queues' | 'permits' | 'db' | 're
   });
 
   new Gauge({
+    name: 'di_meter_points',
+    help: 'Meter points by registration status (decisions.md §8), read from PostgreSQL at scrape time.',
+    labelNames: ['status'] as const,
+    registers: [registry],
+    async collect() {
+      this.reset();
+      try {
+        const rows = await deps.db.selectFrom('meter_points').select(['registration_status as status', (eb) => eb.fn.countAll<string>().as('n')]).groupBy('registration_status').execute();
+        for (const r of rows) this.set({ status: r.status }, Number(r.n));
+      } catch {
+        collectFailures.inc({ collector: 'di_meter_points' });
+      }
+    },
+  });
+
+  new Gauge({
+    name: 'di_registration_requested_oldest_seconds',
+    help: 'How long the meter point longest in REGISTRATION_REQUESTED has been there (0 when none is), at scrape time.',
+    registers: [registry],
+    async collect() {
+      this.reset();
+      try {
+        const row = await sql<{ s: number | null }>`
+          SELECT extract(epoch FROM now() - min(registration_updated_at))::float8 AS s FROM meter_points WHERE registration_status = 'REGISTRATION_REQUESTED'`.execute(deps.db);
+        this.set(Math.max(0, row.rows[0]?.s ?? 0));
+      } catch {
+        collectFailures.inc({ collector: 'di_registration_requested_oldest_seconds' });
+      }
+    },
+  });
+
+  const acceptance = new Histogram({
+    name: 'di_registration_acceptance_seconds',
+    help: 'From the gateway taking a registration request to its ACCEPTED event, for the acceptances this process applied.',
+    buckets: [60, 600, 3600, 6 * 3600, 86_400, 2 * 86_400, 3 * 86_400, 5 * 86_400, 7 * 86_400, 14 * 86_400, 28 * 86_400],
+    registers: [registry],
+  });
+
+  new Gauge({
     name: 'di_dependency_up',
     help: 'Whether PostgreSQL and Redis answered this scrape within 1 s (1) or not (0).',
     labelNames: ['dependency'] as const,
@@ -173,6 +214,9 @@ export function createMetrics(deps: Pick<Deps, 'queues' | 'permits' | 'db' | 're
     },
     observeJob(queue, outcome, seconds) {
       jobDuration.observe({ queue, outcome }, seconds);
+    },
+    observeAcceptance(seconds) {
+      for (const s of seconds) acceptance.observe(s);
     },
     installHttpHook(app) {
       app.addHook('onResponse', async (request, reply) => {

@@ -45,7 +45,7 @@ async function main(): Promise<void> {
   const statistics = startStatisticsKeeper(deps.db, { intervalMs: config.databaseAnalyzeIntervalMs, log });
   let workers: WorkerSet | undefined;
   if (config.runWorkers) {
-    workers = startWorkers(deps, services, { queues: QUEUE_NAMES, observe: (stage, outcome, s) => metrics.observeJob(stage, outcome, s), observer: metrics.pipelineObserver });
+    workers = startWorkers(deps, services, { queues: QUEUE_NAMES, observe: (stage, outcome, s) => metrics.observeJob(stage, outcome, s), observer: metrics.pipelineObserver, observeAcceptance: (s) => metrics.observeAcceptance(s) });
     // In the background, and again whenever Redis is back: listening never waits for it.
     startReconciling({ log, onRedisReconnect: deps.onRedisReconnect, reconcile: () => services.batches.reconcile() });
   }

@@ -154,7 +154,7 @@ async function main(): Promise<number> {
     } else {
       const { app, services, metrics } = await buildApp(deps);
       base = await app.listen({ host: '127.0.0.1', port: config.port });
-      const workers = startWorkers(deps, services, { queues: QUEUE_NAMES, observe: (q, o, s) => metrics.observeJob(q, o, s), observer: metrics.pipelineObserver });
+      const workers = startWorkers(deps, services, { queues: QUEUE_NAMES, observe: (q, o, s) => metrics.observeJob(q, o, s), observer: metrics.pipelineObserver, observeAcceptance: (s) => metrics.observeAcceptance(s) });
       stops.unshift(() => app.close(), () => workers.close(5_000));
       console.log(`service (API and workers) started in-process on ${base}; sandbox payment vendor on ${vendor.baseUrl}`);
     }

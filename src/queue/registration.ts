@@ -90,6 +90,8 @@ const LOST_JOB_AFTER_MS = 60_000;
 
 export interface EventsPollDeps extends RegistrationWorkerDeps {
   queues: Queues;
+  /** Told the seconds from request to acceptance of each acceptance applied (the metrics' histogram). */
+  observeAcceptance?: (seconds: readonly number[]) => void;
   /** Marks accounts' meter points and enqueues the attempts (the registration service's markAccounts). */
   markAccounts(accountIds: readonly string[]): Promise<{ marked: number; not_marked: number }>;
 }
@@ -119,12 +121,14 @@ export function createRegistrationEventsProcessor(deps: EventsPollDeps) {
     let applied = 0;
     for (; pages < MAX_PAGES_PER_RUN; ) {
       let full = false;
+      let acceptedAfter: number[] = [];
       try {
         await deps.db.transaction().execute(async (trx) => {
           const { rows } = await sql<{ cursor: string | null }>`SELECT cursor FROM registration_cursor WHERE id = 1 FOR UPDATE NOWAIT`.execute(trx);
           const page = await readEvents(gateway, rows[0]?.cursor ?? null, EVENTS_PAGE);
           const done = await applyEventsPage(trx, page.events, page.cursor);
           applied += done.applied;
+          acceptedAfter = done.acceptedAfterSeconds;
           if (done.unknown > 0) deps.log.warn({ unknown: done.unknown }, 'registration events for request ids this service never sent: kept, skipped');
           full = page.events.length >= EVENTS_PAGE;
         });
@@ -137,6 +141,8 @@ export function createRegistrationEventsProcessor(deps: EventsPollDeps) {
         throw err;
       }
       pages++;
+      // Once the page has committed: an acceptance rolled back was never one.
+      if (acceptedAfter.length > 0) deps.observeAcceptance?.(acceptedAfter);
       if (!full) break;
     }
     return { pages, applied };

@@ -41,7 +41,7 @@ export async function runWorkerProcess(queues: readonly QueueName[]): Promise<vo
   const deps = createDeps(development.config, { log });
   const services = createServices(deps);
   const metrics = createMetrics(deps);
-  const set = startWorkers(deps, services, { queues, observe: (q, o, s) => metrics.observeJob(q, o, s), observer: metrics.pipelineObserver });
+  const set = startWorkers(deps, services, { queues, observe: (q, o, s) => metrics.observeJob(q, o, s), observer: metrics.pipelineObserver, observeAcceptance: (s) => metrics.observeAcceptance(s) });
   // Tables keep current statistics as they grow, whatever autovacuum does (db/statistics.ts).
   const statistics = startStatisticsKeeper(deps.db, { intervalMs: config.databaseAnalyzeIntervalMs, log });
   // Job durations live in this process: serve them when asked to, behind the operator credentials.

@@ -26,6 +26,8 @@ export interface StartWorkersOptions {
   observe?: (stage: Stage, outcome: 'completed' | 'failed' | 'delayed', seconds: number) => void;
   /** Told of every recorded step and closed batch (the metrics' counters). */
   observer?: PipelineObserver;
+  /** Told the seconds from request to acceptance of each registration acceptance the poller applies (the metrics' histogram). */
+  observeAcceptance?: (seconds: readonly number[]) => void;
   /** Over the WEBHOOK_* environment variables (src/webhooks/settings.ts): tests shorten the backoff. */
   webhooks?: Partial<WebhookSettings>;
 }
@@ -65,7 +67,7 @@ export function startWorkers(deps: Deps, services: Services, opts: StartWorkersO
       // The industry throttles: at most REGISTRATION_RATE_PER_SECOND requests a second over every worker (BullMQ's limiter is per queue).
       extra = { limiter: { max: config.registration.ratePerSecond, duration: 1_000 }, settings: { backoffStrategy: gatewayBackoff } };
     } else if (name === 'registration-events') {
-      processor = createRegistrationEventsProcessor({ db: deps.db, log, gateway: config.registrationGateway, queues: deps.queues, markAccounts: (ids) => services.registration.markAccounts(ids) }) as Processor;
+      processor = createRegistrationEventsProcessor({ db: deps.db, log, gateway: config.registrationGateway, queues: deps.queues, markAccounts: (ids) => services.registration.markAccounts(ids), ...(opts.observeAcceptance ? { observeAcceptance: opts.observeAcceptance } : {}) }) as Processor;
       if (config.registrationGateway) {
         scheduleRegistrationPolling(deps.queues, config.registration.pollMs).catch((err: unknown) => log.warn({ err }, 'the registration events schedule could not be installed; it is retried at the next start'));
       }

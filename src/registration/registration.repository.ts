@@ -178,6 +178,8 @@ export interface AppliedPage {
   applied: number;
   /** Events naming a request id this service never sent. */
   unknown: number;
+  /** For each acceptance applied: seconds from the gateway taking the request to its acceptance (the metrics' histogram). */
+  acceptedAfterSeconds: number[];
 }
 
 /**
@@ -188,7 +190,7 @@ export interface AppliedPage {
  * for the page, so markings and answers recorded meanwhile wait rather than interleave.
  */
 export async function applyEventsPage(trx: Executor, events: readonly GatewayEvent[], cursor: string | null): Promise<AppliedPage> {
-  const out: AppliedPage = { received: events.length, fresh: 0, applied: 0, unknown: 0 };
+  const out: AppliedPage = { received: events.length, fresh: 0, applied: 0, unknown: 0, acceptedAfterSeconds: [] };
   if (events.length > 0) {
     // At most once: the ids this page is the first to bring (a repeat within the page counts once).
     const seen = new Set<string>();
@@ -238,7 +240,10 @@ export async function applyEventsPage(trx: Executor, events: readonly GatewayEve
           WHERE m.id = v.id`.execute(trx);
         const accepted = history.filter((h) => h.applied && h.to === 'REGISTRATION_ACCEPTED').map((h) => h.e.request_id);
         if (accepted.length > 0) {
-          await sql`UPDATE registration_attempts SET accepted_at = coalesce(accepted_at, now()) WHERE request_id = ANY(${accepted}::uuid[])`.execute(trx);
+          const { rows: times } = await sql<{ s: number | null }>`
+            UPDATE registration_attempts SET accepted_at = coalesce(accepted_at, now()) WHERE request_id = ANY(${accepted}::uuid[])
+            RETURNING extract(epoch FROM accepted_at - answered_at)::float8 AS s`.execute(trx);
+          out.acceptedAfterSeconds = times.flatMap((t) => (t.s === null ? [] : [Math.max(0, t.s)]));
         }
       }
       if (history.length > 0) {

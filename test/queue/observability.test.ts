@@ -102,7 +102,7 @@ describe('ops/: the dashboard and the alert rules', () => {
     const rules = parse(readFileSync(file, 'utf8')) as { groups: Array<{ name: string; rules: Array<{ alert: string; expr: string; for: string; labels: { severity: string }; annotations: { summary: string } }> }> };
     const all = rules.groups.flatMap((g) => g.rules);
     expect(all.map((r) => r.alert).sort()).toEqual(
-      ['DataImportBatchStuck', 'DataImportDependencyDown', 'DataImportFailedJobsPiling', 'DataImportFailureRate', 'DataImportQueueBacklog', 'DataImportTargetDown'].sort(),
+      ['DataImportBatchStuck', 'DataImportDependencyDown', 'DataImportFailedJobsPiling', 'DataImportFailureRate', 'DataImportQueueBacklog', 'DataImportRegistrationStuck', 'DataImportTargetDown'].sort(),
     );
     const names = await known();
     for (const r of all) {

@@ -62,7 +62,12 @@ export async function createPipelineContext(opts: ContextOptions = {}): Promise<
     vendor,
     auth,
     startWorkers(queues = QUEUE_NAMES) {
-      const set = startWorkers(ctx.deps, ctx.built.services, { queues, observe: (q, o, s) => ctx.built.metrics.observeJob(q, o, s), observer: ctx.built.metrics.pipelineObserver });
+      const set = startWorkers(ctx.deps, ctx.built.services, {
+        queues,
+        observe: (q, o, s) => ctx.built.metrics.observeJob(q, o, s),
+        observer: ctx.built.metrics.pipelineObserver,
+        observeAcceptance: (s) => ctx.built.metrics.observeAcceptance(s),
+      });
       sets.push(set);
       return set;
     },

@@ -114,6 +114,11 @@ describe('send-registration-flows', () => {
       expect.objectContaining({ event_id: accepted.event_id, event_type: 'ACCEPTED', from_status: 'REGISTRATION_REQUESTED', to_status: 'REGISTRATION_ACCEPTED', applied: true }),
       expect.objectContaining({ event_type: 'SUPPLY_STARTED', from_status: 'REGISTRATION_ACCEPTED', to_status: 'ON_SUPPLY', applied: true }),
     ]);
+    // The metrics: meter points by status, and the acceptance's time from request (this process applied it).
+    const metrics = await ctx.built.metrics.registry.metrics();
+    expect(metrics).toMatch(/^di_meter_points\{status="ON_SUPPLY"\} [1-9]/m);
+    expect(metrics).toMatch(/^di_registration_acceptance_seconds_count [1-9]/m);
+    expect(metrics).toMatch(/^di_registration_requested_oldest_seconds \d/m);
     const onSupply = (await send(ext)).json<{ meter_points: Array<{ mpxn: string; status: string; error_detail?: string }> }>().meter_points.find((p) => p.mpxn === mpxn);
     expect(onSupply).toEqual({ mpxn, status: 'REGISTRATION_FLOW_ERROR', error_detail: 'The meter point is on supply: it is registered already.' });
   });
