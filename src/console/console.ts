@@ -30,7 +30,7 @@ import { STAGES } from '../pipeline/routing.js';
 import { projectRoot } from '../project-root.js';
 import { listDeliveries, listWebhooks } from '../webhooks/deliveries.repository.js';
 import { CONSOLE_PREFIX, createSignIn, registerConsoleAuth, safeNext } from './auth.js';
-import { accountItems, BATCH_STATES, batchCountsBySupplier, completionSeries, failureGroups, listBatches, searchItems } from './queries.js';
+import { accountItems, BATCH_STATES, batchCountsBySupplier, completionSeries, failureGroups, listBatches, registrationFunnel, searchItems } from './queries.js';
 
 const VIEWS = path.join(projectRoot, 'src/console/views');
 const STATIC = path.join(projectRoot, 'src/console/static');
@@ -217,6 +217,7 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps, s
             nextAfter: items.length > PAGE ? items[PAGE - 1]!.line : undefined,
             filter: q,
             deliveries: await listDeliveries(deps.db, { batchId: batch.id, limit: 20 }),
+            registration: batch.dry_run ? undefined : { funnel: await registrationFunnel(deps.db, { batchId: batch.id }), base: `${CONSOLE_PREFIX}/batches/${batch.id}`, gateway: services.registration.gatewayConfigured() },
           });
         });
 
@@ -305,6 +306,61 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps, s
           return reply.redirect(`${CONSOLE_PREFIX}/batches/${batch.id}`, 303);
         });
 
+        // --- Registration (decisions.md §8): register a batch, re-send what failed ----------------
+        const registrationConfirm = (request: FastifyRequest, reply: FastifyReply, what: { title: string; message: string; note: string; action: string; back: string; button: string }) =>
+          page(request, reply, 'confirm', { ...what, fields: {} });
+        pages.get('/batches/:id/registration/register', { config: { consoleActs: true } }, async (request, reply) => {
+          const batch = await findBatch(request);
+          return registrationConfirm(request, reply, {
+            title: 'Register the batch',
+            message: `Register the meter points of every account batch ${batch.id} created?`,
+            note: 'Each meter point not yet registered, and each whose registration failed or was withdrawn, gets a new attempt; those under way or on supply are left as they are.',
+            action: `${CONSOLE_PREFIX}/batches/${batch.id}/registration/register`,
+            back: `${CONSOLE_PREFIX}/batches/${batch.id}`,
+            button: 'Register',
+          });
+        });
+        pages.post('/batches/:id/registration/register', csrf, async (request, reply) => {
+          const batch = await findBatch(request);
+          await asOperator(request, () => services.registration.registerBatch(batch.id));
+          return reply.redirect(`${CONSOLE_PREFIX}/batches/${batch.id}`, 303);
+        });
+        const resendNote = 'Each meter point whose registration was refused, rejected or objected to gets a new attempt (a new request id); fix the cause first (the reason is listed), or it fails again.';
+        pages.get('/batches/:id/registration/resend', { config: { consoleActs: true } }, async (request, reply) => {
+          const batch = await findBatch(request);
+          const funnel = await registrationFunnel(deps.db, { batchId: batch.id });
+          return registrationConfirm(request, reply, {
+            title: 'Re-send failed registrations',
+            message: `Re-send the ${funnel.problems.length === 200 ? '200 or more' : funnel.problems.length} failed registration(s) of batch ${batch.id}?`,
+            note: resendNote,
+            action: `${CONSOLE_PREFIX}/batches/${batch.id}/registration/resend`,
+            back: `${CONSOLE_PREFIX}/batches/${batch.id}`,
+            button: 'Re-send',
+          });
+        });
+        pages.post('/batches/:id/registration/resend', csrf, async (request, reply) => {
+          const batch = await findBatch(request);
+          await asOperator(request, () => services.registration.resendFailed({ batchId: batch.id }));
+          return reply.redirect(`${CONSOLE_PREFIX}/batches/${batch.id}`, 303);
+        });
+        pages.get('/suppliers/:code/registration/resend', { config: { consoleActs: true } }, async (request, reply) => {
+          const s = await mustSupplier(request);
+          const funnel = await registrationFunnel(deps.db, { supplierId: s.id });
+          return registrationConfirm(request, reply, {
+            title: 'Re-send failed registrations',
+            message: `Re-send the ${funnel.problems.length === 200 ? '200 or more' : funnel.problems.length} failed registration(s) of supplier ${s.code}?`,
+            note: resendNote,
+            action: `${CONSOLE_PREFIX}/suppliers/${encodeURIComponent(s.code)}/registration/resend`,
+            back: `${CONSOLE_PREFIX}/suppliers/${encodeURIComponent(s.code)}`,
+            button: 'Re-send',
+          });
+        });
+        pages.post('/suppliers/:code/registration/resend', csrf, async (request, reply) => {
+          const s = await mustSupplier(request);
+          await asOperator(request, () => services.registration.resendFailed({ supplierCode: s.code }));
+          return reply.redirect(`${CONSOLE_PREFIX}/suppliers/${encodeURIComponent(s.code)}`, 303);
+        });
+
         // --- Accounts ----------------------------------------------------------------------------
         const accountQuery = z.object({ supplier: z.string().max(100).optional(), ext: z.string().max(256).optional() });
         pages.get('/accounts', async (request, reply) => {
@@ -347,6 +403,7 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps, s
             supplier: s,
             batches: await listBatches(deps.db, { supplier: s.code, limit: 20 }),
             webhooks: await listWebhooks(deps.db, s.id),
+            registration: { funnel: await registrationFunnel(deps.db, { supplierId: s.id }), base: `${CONSOLE_PREFIX}/suppliers/${encodeURIComponent(s.code)}`, gateway: services.registration.gatewayConfigured() },
             deliveries: await listDeliveries(deps.db, { supplierId: s.id, limit: 50 }),
             audit: await listAudit(deps.db, { limit: 20, targetKind: 'supplier', target: s.code }),
           });

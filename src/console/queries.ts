@@ -131,3 +131,32 @@ export async function batchCountsBySupplier(db: Executor): Promise<Map<string, P
   for (const r of rows) out.set(r.code, { ...out.get(r.code), [r.state]: Number(r.n) });
   return out;
 }
+
+export interface RegistrationFunnel {
+  /** Meter points per registration status, the most common first. */
+  statuses: Array<{ status: string; count: number }>;
+  total: number;
+  /** The meter points whose registration failed (unable, rejected, objected), with the reason; at most 200. */
+  problems: Array<{ external_account_number: string; mpxn: string; status: string; error: string | null; updated_at: Date | null }>;
+}
+
+/** Where the meter points of a batch's created accounts, or of a supplier's accounts, stand (decisions.md §8). */
+export async function registrationFunnel(db: Executor, scope: { batchId: string } | { supplierId: string }): Promise<RegistrationFunnel> {
+  const accounts =
+    'batchId' in scope
+      ? sql`SELECT a.id, a.external_account_number FROM batch_items i JOIN accounts a ON a.number = i.service_account_number AND a.external_account_number = i.external_account_number
+            WHERE i.batch_id = ${scope.batchId}::uuid AND i.state = 'succeeded'`
+      : sql`SELECT a.id, a.external_account_number FROM accounts a WHERE a.import_supplier_id = ${scope.supplierId}::bigint`;
+  const { rows } = await sql<{ status: string; count: string }>`
+    WITH acc AS (${accounts})
+    SELECT m.registration_status AS status, count(*) AS count FROM acc JOIN meter_points m ON m.account_id = acc.id
+    GROUP BY 1 ORDER BY 2 DESC, 1`.execute(db);
+  const { rows: problems } = await sql<RegistrationFunnel['problems'][number]>`
+    WITH acc AS (${accounts})
+    SELECT acc.external_account_number, m.identifier AS mpxn, m.registration_status AS status, m.registration_error AS error, m.registration_updated_at AS updated_at
+    FROM acc JOIN meter_points m ON m.account_id = acc.id
+    WHERE m.registration_status IN ('UNABLE_TO_REGISTER', 'REGISTRATION_REJECTED', 'REGISTRATION_OBJECTED')
+    ORDER BY m.registration_updated_at DESC NULLS LAST, m.id LIMIT 200`.execute(db);
+  const statuses = rows.map((r) => ({ status: r.status, count: Number(r.count) }));
+  return { statuses, total: statuses.reduce((n, s) => n + s.count, 0), problems };
+}

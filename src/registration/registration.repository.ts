@@ -17,10 +17,11 @@ export interface MarkResult {
 /**
  * Marks every meter point of these accounts for registration, in one statement: each in a status
  * that allows a new attempt (MARKABLE) gets one (a new request id, UNDERGOING_REGISTRATION, a row in
- * registration_attempts and its history line); the others are answered as they are. The rows are
+ * registration_attempts and its history line), or only those in `from` (a subset of MARKABLE: a re-send
+ * of the failed ones); the others are answered as they are. The rows are
  * locked while this runs, so two markings at once start one attempt, never two.
  */
-export async function markMeterPoints(ex: Executor, accountIds: readonly string[]): Promise<MarkResult[]> {
+export async function markMeterPoints(ex: Executor, accountIds: readonly string[], from: readonly MeterPointStatus[] = MARKABLE): Promise<MarkResult[]> {
   if (accountIds.length === 0) return [];
   const { rows } = await sql<MarkResult & { account_id: string }>`
     WITH target AS (
@@ -32,7 +33,7 @@ export async function markMeterPoints(ex: Executor, accountIds: readonly string[
       UPDATE meter_points m SET registration_status = 'UNDERGOING_REGISTRATION', registration_request_id = gen_random_uuid(),
         registration_error = NULL, registration_updated_at = now()
       FROM target t
-      WHERE m.id = t.id AND t.registration_status = ANY(${[...MARKABLE]}::text[])
+      WHERE m.id = t.id AND t.registration_status = ANY(${MARKABLE.filter((s) => from.includes(s))}::text[])
       RETURNING m.id, m.registration_request_id, t.registration_status AS was
     ), attempts AS (
       INSERT INTO registration_attempts (request_id, meter_point_id, attempt)
@@ -323,6 +324,23 @@ export async function requestWithdrawals(ex: Executor, accountId: string, mpxn?:
     FROM target t LEFT JOIN noted n ON n.request_id = t.registration_request_id
     ORDER BY t.id`.execute(ex);
   return rows;
+}
+
+/** Where a registration attempt ended without the meter point being registered: what a re-send retries. */
+export const FAILED_REGISTRATION: readonly MeterPointStatus[] = ['UNABLE_TO_REGISTER', 'REGISTRATION_REJECTED', 'REGISTRATION_OBJECTED'];
+
+/** Accounts of a batch (its succeeded items) or of a supplier with a meter point whose registration failed. */
+export async function accountsWithFailedRegistration(ex: Executor, scope: { batchId: string } | { supplierId: string }): Promise<string[]> {
+  const { rows } = await sql<{ id: string }>`
+    SELECT DISTINCT a.id::text AS id
+    FROM accounts a JOIN meter_points m ON m.account_id = a.id
+    WHERE m.registration_status = ANY(${[...FAILED_REGISTRATION]}::text[])
+      AND ${
+        'batchId' in scope
+          ? sql`EXISTS (SELECT 1 FROM batch_items i WHERE i.batch_id = ${scope.batchId}::uuid AND i.state = 'succeeded' AND i.service_account_number = a.number AND i.external_account_number = a.external_account_number)`
+          : sql`a.import_supplier_id = ${scope.supplierId}::bigint`
+      }`.execute(ex);
+  return rows.map((r) => r.id);
 }
 
 /** A page of a batch's succeeded items' accounts, in line order after `afterLine`. */

@@ -8,7 +8,7 @@ import { reaches } from '../auth/supplier-scope.js';
 import { AppError } from '../errors.js';
 import { findBatch } from '../imports/batches/batch.repository.js';
 import { UUID } from '../imports/batches/batch.service.js';
-import { accountsOfBatch, markMeterPoints, requestWithdrawals, statusesOfAccount, type MarkResult } from './registration.repository.js';
+import { accountsOfBatch, accountsWithFailedRegistration, FAILED_REGISTRATION, markMeterPoints, requestWithdrawals, statusesOfAccount, type MarkResult } from './registration.repository.js';
 import type { MeterPointStatus } from './states.js';
 
 /** send-registration-flows' 200 body, as the published document has it (GbrMeterPointRegistrationStatuses). */
@@ -101,11 +101,15 @@ export function createRegistrationService(deps: RegistrationServiceDeps) {
    * attempts started. Answers how many meter points were marked and how many were not (an attempt
    * already under way, on supply). Nothing without a gateway.
    */
-  async function markAccounts(accountIds: readonly string[], audit?: { action: string; target: string; kind: 'batch' | 'supplier' }): Promise<{ marked: number; not_marked: number }> {
+  async function markAccounts(
+    accountIds: readonly string[],
+    audit?: { action: string; target: string; kind: 'batch' | 'supplier' },
+    from?: readonly MeterPointStatus[],
+  ): Promise<{ marked: number; not_marked: number }> {
     const out = { marked: 0, not_marked: 0 };
     for (let i = 0; i < accountIds.length; i += MARK_CHUNK) {
       const chunk = accountIds.slice(i, i + MARK_CHUNK);
-      const rows = await deps.db.transaction().execute((trx) => markMeterPoints(trx, chunk));
+      const rows = await deps.db.transaction().execute((trx) => markMeterPoints(trx, chunk, from));
       const started = rows.filter((r) => r.request_id !== null);
       out.marked += started.length;
       out.not_marked += rows.length - started.length;
@@ -161,7 +165,24 @@ export function createRegistrationService(deps: RegistrationServiceDeps) {
     };
   }
 
-  return { sendFlows, statuses, markAccounts, registerBatch, withdraw };
+  /**
+   * Re-sends the failed registrations (UNABLE_TO_REGISTER, REGISTRATION_REJECTED,
+   * REGISTRATION_OBJECTED) of a batch's accounts or of a supplier's: a new attempt for each of those
+   * meter points only (the console's re-send, audited). Answers how many were marked.
+   */
+  async function resendFailed(scope: { batchId: string } | { supplierCode: string }): Promise<{ marked: number; not_marked: number }> {
+    if (!deps.gateway) throw new AppError(400, 'registration_flow_error', 'No registration gateway is configured.');
+    if ('batchId' in scope) {
+      const accounts = await accountsWithFailedRegistration(deps.db, { batchId: scope.batchId });
+      return markAccounts(accounts, { action: 'registration.resend', kind: 'batch', target: scope.batchId }, FAILED_REGISTRATION);
+    }
+    const supplier = await findSupplierByCode(deps.db, scope.supplierCode);
+    if (!supplier) throw new AppError(404, 'import_supplier_not_found', `Import supplier '${scope.supplierCode}' does not exist.`);
+    const accounts = await accountsWithFailedRegistration(deps.db, { supplierId: supplier.id });
+    return markAccounts(accounts, { action: 'registration.resend', kind: 'supplier', target: supplier.code }, FAILED_REGISTRATION);
+  }
+
+  return { sendFlows, statuses, markAccounts, registerBatch, withdraw, resendFailed, gatewayConfigured: () => deps.gateway !== undefined };
 }
 
 /** Accounts marked per transaction: their meter points' rows are locked until it commits. */

@@ -126,3 +126,40 @@ describe('withdrawal and the read-back', () => {
     ]);
   });
 });
+
+describe('the console', () => {
+  it("shows a batch's funnel and its rejected meter points with the reason, and re-sends them behind a confirmation, as the operator", { timeout: LONG }, async () => {
+    const { operatorSession } = await import('../helpers/console.js');
+    const op = await operatorSession(ctx.app, ctx.deps.db, 'operator');
+    const viewer = await operatorSession(ctx.app, ctx.deps.db, 'viewer');
+    const { batchId, exts } = await migrate('BULKC', 'CN', 2);
+    // Registered from the console's own action, confirmed.
+    expect((await op.get(`/admin/batches/${batchId}/registration/register`)).body).toContain(`Register the meter points of every account batch ${batchId} created?`);
+    expect((await op.post(`/admin/batches/${batchId}/registration/register`, {})).statusCode).toBe(303);
+    await allAt('BULKC', exts, 'REGISTRATION_REQUESTED');
+    const [rejected] = await statusesOf('BULKC', exts[0]!);
+    const requestId = (await ctx.deps.db.selectFrom('meter_points').select('registration_request_id').where('identifier', '=', rejected!.mpxn).executeTakeFirstOrThrow()).registration_request_id!;
+    gateway.reject(requestId, 'Erroneous transfer: customer did not consent');
+    await pollUntil(async () => ((await statusesOf('BULKC', exts[0]!)).find((p) => p.mpxn === rejected!.mpxn)!.status === 'REGISTRATION_REJECTED' ? true : undefined), { timeoutMs: LONG, what: 'the rejection' });
+
+    const page = (await op.get(`/admin/batches/${batchId}`)).body;
+    expect(page).toMatch(/<tr data-status="REGISTRATION_REQUESTED">[\s\S]*?<td class="num">\d+<\/td>/);
+    expect(page).toMatch(/<tr data-status="REGISTRATION_REJECTED">[\s\S]*?<td class="num">1<\/td>/);
+    expect(page).toContain('Erroneous transfer: customer did not consent');
+    expect(page).toContain('data-testid="registration-resend"');
+    expect((await viewer.get(`/admin/batches/${batchId}`)).body).not.toContain('data-testid="registration-resend"');
+    expect((await viewer.post(`/admin/batches/${batchId}/registration/resend`, {})).statusCode).toBe(403);
+    expect((await op.get('/admin/suppliers/BULKC')).body).toContain('Erroneous transfer: customer did not consent');
+
+    expect((await op.get(`/admin/batches/${batchId}/registration/resend`)).body).toContain(`Re-send the 1 failed registration(s) of batch ${batchId}?`);
+    expect((await op.post(`/admin/batches/${batchId}/registration/resend`, {})).statusCode).toBe(303);
+    await pollUntil(async () => ((await statusesOf('BULKC', exts[0]!)).find((p) => p.mpxn === rejected!.mpxn)!.status === 'REGISTRATION_REQUESTED' ? true : undefined), { timeoutMs: LONG, what: 'the re-sent request to be taken' });
+    const fresh = (await ctx.deps.db.selectFrom('meter_points').select('registration_request_id').where('identifier', '=', rejected!.mpxn).executeTakeFirstOrThrow()).registration_request_id!;
+    expect(fresh).not.toBe(requestId);
+    const lines = await ctx.deps.db.selectFrom('audit_log').select(['actor_kind', 'actor', 'action', 'detail']).where('target', '=', batchId).orderBy('id').execute();
+    expect(lines.filter((l) => l.action.startsWith('batch.register') || l.action.startsWith('registration.'))).toEqual([
+      expect.objectContaining({ actor_kind: 'operator', actor: op.name, action: 'batch.register' }),
+      expect.objectContaining({ actor_kind: 'operator', actor: op.name, action: 'registration.resend', detail: { marked: 1, not_marked: (await statusesOf('BULKC', exts[0]!)).length - 1 } }),
+    ]);
+  });
+});
