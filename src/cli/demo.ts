@@ -18,7 +18,7 @@ import { utcDate } from '../clock.js';
 import { generateCohort } from '../cohort/generate.js';
 import { loadConfig } from '../config.js';
 import { ensureDatabase, migrate } from '../db/migrator.js';
-import { createDeps } from '../deps.js';
+import { createDeps, type Deps } from '../deps.js';
 import { resolveDocumentKey } from '../documents/document-store.js';
 import { buildApp } from '../http/app.js';
 import { findSupplierByCode } from '../imports/suppliers/supplier.repository.js';
@@ -30,6 +30,8 @@ import { QUEUE_NAMES } from '../queue/contract.js';
 import { startWorkers } from '../queue/workers.js';
 import { checkPostgres, checkRedis, StartupError } from '../startup-checks.js';
 import { startSandboxVendor } from '../vendors/sandbox-vendor.js';
+import { startSandboxGateway } from '../registration/sandbox-gateway.js';
+import { registrationFunnel } from '../console/queries.js';
 import { LocalServiceError, startEmbeddedPostgres, startLocalRedis, type LocalServer } from '../dev/local-services.js';
 import { main as importctl } from './importctl.js';
 
@@ -114,12 +116,24 @@ async function main(): Promise<number> {
   }
   const vendor = await startSandboxVendor({ port: VENDOR_PORT }).catch(() => startSandboxVendor());
   const vendorsJson = JSON.stringify({ sandbox: { base_url: vendor.baseUrl, api_key: vendor.apiKey } });
+  // The sandbox registration gateway (decisions.md §8): accepts every request, reports the supply start.
+  const gateway = process.env.REGISTRATION_GATEWAY_URL ? undefined : await startSandboxGateway({ key: randomBytes(24).toString('base64url') });
+  if (gateway) stops.push(() => gateway.close());
   const config = loadConfig({
     ...env,
     // Tokens of this run are signed with a secret of its own, never the published development one,
     // so the demo needs no setup whatever NODE_ENV says (unset means production).
     TOKEN_SECRET: process.env.TOKEN_SECRET || randomBytes(32).toString('base64url'),
     PAYMENT_VENDORS: process.env.PAYMENT_VENDORS ?? vendorsJson,
+    ...(gateway
+      ? {
+          REGISTRATION_GATEWAY_URL: gateway.url,
+          REGISTRATION_GATEWAY_KEY: gateway.key,
+          // A sandbox answers at once: no industry throttle to respect, and its events are read every second.
+          REGISTRATION_RATE_PER_SECOND: process.env.REGISTRATION_RATE_PER_SECOND ?? '1000',
+          REGISTRATION_POLL_MS: process.env.REGISTRATION_POLL_MS ?? '1000',
+        }
+      : {}),
     LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn',
   });
   stops.push(() => vendor.close());
@@ -148,6 +162,7 @@ async function main(): Promise<number> {
     const key = await createApiKey(deps.db, 'demo');
 
     let base = `http://127.0.0.1:${config.port}`;
+    let inProcess = false;
     if (await answers(`${base}/healthz`)) {
       console.log(`using the service already running on ${base} (its workers do the work)`);
       console.log(`  its payment instructions need PAYMENT_VENDORS='${vendorsJson}'`);
@@ -156,6 +171,7 @@ async function main(): Promise<number> {
       base = await app.listen({ host: '127.0.0.1', port: config.port });
       const workers = startWorkers(deps, services, { queues: QUEUE_NAMES, observe: (q, o, s) => metrics.observeJob(q, o, s), observer: metrics.pipelineObserver, observeAcceptance: (s) => metrics.observeAcceptance(s) });
       stops.unshift(() => app.close(), () => workers.close(5_000));
+      inProcess = true;
       console.log(`service (API and workers) started in-process on ${base}; sandbox payment vendor on ${vendor.baseUrl}`);
     }
 
@@ -174,20 +190,42 @@ async function main(): Promise<number> {
     await finished(out);
     console.log(`generated ${ACCOUNTS} accounts (3 notes, 10 transactions, 2 PDF statements and a payment instruction each)`);
 
-    const code = await importctl(['cohort', 'upload', file, '--supplier', SUPPLIER, '--team', TEAM, '--url', base, '--api-key', key.key], {
+    const code = await importctl(['cohort', 'upload', file, '--supplier', SUPPLIER, '--team', TEAM, '--register', '--url', base, '--api-key', key.key], {
       out: (s) => process.stdout.write(s),
       err: (s) => process.stderr.write(s),
       env,
       streams: { stdout: process.stdout, stderr: process.stderr },
     });
+    if (inProcess && code !== 130) await showRegistration(deps);
     console.log('');
-    console.log('Watch migrations on the dashboard: OPERATOR_USER=ops OPERATOR_PASSWORD=<12+ characters> npm run dev,');
-    console.log(`then open ${base}/admin/queues (metrics at ${base}/metrics).`);
+    console.log('Watch migrations in the console: npm run dev, then npm run importctl -- operator create me --role operator,');
+    console.log(`and open ${base}/admin/ (the queues at ${base}/admin/queues).`);
     console.log(`This run's API key for ${SUPPLIER} (importctl batch … --api-key): ${key.key}`);
     return code;
   } finally {
     await stopAll();
   }
+}
+
+/**
+ * The cohort was uploaded with --register: its accounts' meter points are registered with the sandbox
+ * gateway. Waits (at most two minutes) until the gateway has answered every one, then prints where
+ * they stand: the funnel an operator sees in the console.
+ */
+async function showRegistration(deps: Deps): Promise<void> {
+  const batch = await deps.db.selectFrom('batches as b').innerJoin('import_suppliers as s', 's.id', 'b.import_supplier_id').select('b.id').where('s.code', '=', SUPPLIER).orderBy('b.created_at', 'desc').executeTakeFirst();
+  if (!batch) return;
+  const waiting = new Set(['PRE_REGISTRATION', 'UNDERGOING_REGISTRATION', 'REGISTRATION_REQUESTED']);
+  const deadline = Date.now() + 120_000;
+  let funnel = await registrationFunnel(deps.db, { batchId: batch.id });
+  console.log('');
+  console.log(`registering ${funnel.total} meter point(s) with the sandbox registration gateway…`);
+  while (funnel.statuses.some((s) => waiting.has(s.status)) && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    funnel = await registrationFunnel(deps.db, { batchId: batch.id });
+  }
+  console.log('registration, meter points by status:');
+  for (const s of funnel.statuses) console.log(`  ${s.status.padEnd(26)} ${String(s.count).padStart(7)}`);
 }
 
 main().then(
