@@ -194,7 +194,7 @@ describe(`${N} concurrent identical requests to each REST write endpoint`, () =>
     const statuses = tally(responses);
     for (const r of responses) {
       expect(r.statusCode, r.body).toBe(201);
-      expect(r.json()).toEqual({ service_account_number: number, reference: 'CARD-DUP' });
+      expect(r.json()).toEqual({ service_account_number: number, reference: 'CARD-DUP', kraken_account_number: number });
     }
     const rows = await h.ctx.deps.db
       .selectFrom('payment_instructions')

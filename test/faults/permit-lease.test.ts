@@ -256,7 +256,7 @@ describe('REST process (PROCESS_CONCURRENCY_LIMIT=1): an account whose permit wa
     expect(first.json()).toEqual({ detail: expect.any(String), code: 'processing_permit_lost', errors: [] });
     expect(await accountsOf('L-1')).toBe(0);
     const status = await ctx.app.inject({ method: 'GET', url: `/v1/data-import/account-transfer-status/${S}/L-1/`, headers: auth });
-    expect(status.json()).toEqual({ status: 'UNKNOWN', service_account_number: '' });
+    expect(status.json()).toEqual({ status: 'UNKNOWN', service_account_number: '', kraken_account_number: '' });
 
     // While the other instance holds the permit the limit holds (429); once it is done the retry succeeds.
     expect((await processAccount('L-1')).statusCode).toBe(429);

@@ -166,10 +166,10 @@ describe('stage (create-or-update)', () => {
   it('answers 201 the first time and 200 when re-staged, replacing the data', async () => {
     const first = await stage(accountPayload(S, 'ST-1'));
     expect(first.statusCode).toBe(201);
-    expect(first.json()).toEqual({ import_supplier: S, external_account_number: 'ST-1' });
+    expect(first.json()).toEqual({ import_supplier: S, external_account_number: 'ST-1', import_supplier_code: S });
     const again = await stage(accountPayload(S, 'ST-1', { billing_name: 'Changed Name' }));
     expect(again.statusCode).toBe(200);
-    expect(again.json()).toEqual({ import_supplier: S, external_account_number: 'ST-1' });
+    expect(again.json()).toEqual({ import_supplier: S, external_account_number: 'ST-1', import_supplier_code: S });
     const supplier = await findSupplierByCode(ctx.deps.db, S);
     const row = await ctx.deps.db
       .selectFrom('account_import_processes')
@@ -215,6 +215,8 @@ describe('process (create account)', () => {
     expect(res.statusCode).toBe(201);
     const { service_account_number } = res.json();
     expect(service_account_number).toMatch(/^A-[0-9A-F]{8}$/);
+    // The published document's name for the same number sits beside it (issue 15, part 7).
+    expect(res.json()).toEqual({ service_account_number, kraken_account_number: service_account_number });
     const account = await ctx.deps.db.selectFrom('accounts').selectAll().where('number', '=', service_account_number).executeTakeFirstOrThrow();
     expect(account.external_account_number).toBe('P-1');
     expect(account.transfer_balance).toBe('-12.5');
@@ -329,11 +331,12 @@ describe('account-transfer-status', () => {
     await stage(accountPayload(S, 'STAT-1'));
     const staged = await get(`/v1/data-import/account-transfer-status/${S}/STAT-1/`);
     expect(staged.statusCode).toBe(200);
-    expect(staged.json()).toEqual({ status: 'UNKNOWN', service_account_number: '' });
+    expect(staged.json()).toEqual({ status: 'UNKNOWN', service_account_number: '', kraken_account_number: '' });
     const created = (await processAccount('STAT-1')).json().service_account_number;
     expect((await get(`/v1/data-import/account-transfer-status/${S}/STAT-1/`)).json()).toEqual({
       status: 'COMPLETED',
       service_account_number: created,
+      kraken_account_number: created,
     });
     for (const url of [`/v1/data-import/account-transfer-status/${S}/NOPE/`, '/v1/data-import/account-transfer-status/NOSUPPLIER/STAT-1/']) {
       const res = await get(url);
@@ -356,17 +359,19 @@ describe('lists', () => {
   it('lists all, pending and imported entries ordered by external account number', async () => {
     const all = (await get('/v1/data-import/all-account-import-processes/LIST_CO/')).json();
     expect(all.map((e: { external_account_number: string }) => e.external_account_number)).toEqual(['L-01', 'L-02', 'L-03', 'L-04', 'L-05']);
-    expect(all[0]).toEqual({ external_account_number: 'L-01', service_account_number: null, account_created_at: null });
+    expect(all[0]).toEqual({ external_account_number: 'L-01', service_account_number: null, account_created_at: null, kraken_account_number: null });
     expect(all[1].service_account_number).toMatch(/^A-[0-9A-F]{8}$/);
     expect(all[1].account_created_at).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/);
+    expect(all[1].kraken_account_number).toBe(all[1].service_account_number);
 
     const pending = (await get('/v1/data-import/pending-account-import-processes/LIST_CO/')).json();
     expect(pending).toEqual(
-      ['L-01', 'L-03', 'L-05'].map((e) => ({ external_account_number: e, service_account_number: null, account_created_at: null })),
+      ['L-01', 'L-03', 'L-05'].map((e) => ({ external_account_number: e, service_account_number: null, account_created_at: null, kraken_account_number: null })),
     );
     const imported = (await get('/v1/data-import/imported-account-import-processes/LIST_CO/')).json();
     expect(imported.map((e: { external_account_number: string }) => e.external_account_number)).toEqual(['L-02', 'L-04']);
     expect(imported.every((e: { service_account_number: string | null }) => typeof e.service_account_number === 'string')).toBe(true);
+    expect(imported.every((e: { service_account_number: string; kraken_account_number: string }) => e.kraken_account_number === e.service_account_number)).toBe(true);
   });
 
   it('answers [] from imported when nothing is imported, and 404 for an unknown supplier', async () => {
@@ -424,6 +429,13 @@ describe('OpenAPI document', () => {
     expect(doc.components.schemas.ProcessRequest.required).toEqual(
       expect.arrayContaining(['external_account_number', 'import_supplier_code', 'operations_team_name']),
     );
+    // The published names beside ours, described as responses (issue 15, part 7).
+    expect(doc.components.schemas.ProcessedAccount.required).toEqual(['service_account_number', 'kraken_account_number']);
+    expect(doc.components.schemas.AccountTransferStatus.required).toEqual(['status', 'service_account_number', 'kraken_account_number']);
+    expect(doc.components.schemas.AccountImportProcess.properties.kraken_account_number.type).toEqual(['string', 'null']);
+    expect(doc.components.schemas.AccountImportProcess.required).toContain('kraken_account_number');
+    expect(doc.components.schemas.StagedAccount.required).toEqual(['import_supplier', 'external_account_number', 'import_supplier_code']);
+    expect(doc.components.schemas.PaymentInstructionCreated.required).toEqual(['service_account_number', 'reference', 'kraken_account_number']);
   });
 });
 

@@ -53,7 +53,7 @@ describe('PROCESS_CONCURRENCY_LIMIT=1', () => {
 
     // While the first call runs, its status is IN_PROGRESS.
     const status = await ctx.app.inject({ method: 'GET', url: `/v1/data-import/account-transfer-status/${S}/C-1/`, headers: auth });
-    expect(status.json()).toEqual({ status: 'IN_PROGRESS', service_account_number: '' });
+    expect(status.json()).toEqual({ status: 'IN_PROGRESS', service_account_number: '', kraken_account_number: '' });
 
     const second = await processAccount('C-2');
     expect(second.statusCode).toBe(429);

@@ -69,7 +69,7 @@ describe('POST /v2/data-import/accounts/ (schedule)', () => {
     expectStatusShape(done);
     expect(done).toMatchObject({ status: 'PROCESSED', latest_error: null, latest_event: { event: 'EVENT_ACCOUNT_IMPORT_PROCESS_PROCESSED', data: null } });
     const v1 = await get('/v1/data-import/account-transfer-status/V2/V2-1/');
-    expect(v1.json()).toEqual({ status: 'COMPLETED', service_account_number: done.kraken_identifier });
+    expect(v1.json()).toEqual({ status: 'COMPLETED', service_account_number: done.kraken_identifier, kraken_account_number: done.kraken_identifier });
     expect(done.created_at).toBe(first.created_at);
     expect(Date.parse(done.modified_at as string)).toBeGreaterThanOrEqual(Date.parse(first.modified_at as string));
   });

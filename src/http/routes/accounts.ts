@@ -6,19 +6,36 @@ import type { ListKind } from '../../imports/accounts/account.repository.js';
 import { processRequestSchema, type AccountService } from '../../imports/accounts/account.service.js';
 import { parseOrThrow } from '../../imports/shared/validation.js';
 import { storable } from '../../json.js';
+import { withImportSupplierCode, withKrakenAccountNumber } from '../published-names.js';
 import type { RouteDef } from '../route.js';
 
 const MAX_PAGE_SIZE = 1000;
 
-const stagedSchema = z.object({ import_supplier: z.string(), external_account_number: z.string() }).meta({ id: 'StagedAccount' });
+// `kraken_account_number` and `import_supplier_code` are the published document's names for the same values (published-names.ts).
+const krakenAccountNumber = 'The published document\'s name for service_account_number: the same value.';
+const stagedSchema = z
+  .object({
+    import_supplier: z.string(),
+    external_account_number: z.string(),
+    import_supplier_code: z.string().describe('The published document\'s name for import_supplier: the same value.'),
+  })
+  .meta({ id: 'StagedAccount' });
+const processedSchema = z
+  .object({ service_account_number: z.string(), kraken_account_number: z.string().describe(krakenAccountNumber) })
+  .meta({ id: 'ProcessedAccount' });
 const statusSchema = z
-  .object({ status: z.enum(['UNKNOWN', 'COMPLETED', 'IN_PROGRESS']), service_account_number: z.string() })
+  .object({
+    status: z.enum(['UNKNOWN', 'COMPLETED', 'IN_PROGRESS']),
+    service_account_number: z.string(),
+    kraken_account_number: z.string().describe(krakenAccountNumber),
+  })
   .meta({ id: 'AccountTransferStatus' });
 const listEntrySchema = z
   .object({
     external_account_number: z.string(),
     service_account_number: z.string().nullable(),
     account_created_at: z.string().nullable().describe('YYYY-MM-DDTHH:MM:SSZ'),
+    kraken_account_number: z.string().nullable().describe(krakenAccountNumber),
   })
   .meta({ id: 'AccountImportProcess' });
 const listQuerySchema = z.strictObject({
@@ -67,11 +84,13 @@ export function accountRoutes(accounts: AccountService): RouteDef[] {
       const { entries, more } = await accounts.list(kind, import_supplier_code, after, pageSize);
       const last = entries.at(-1);
       if (more && last) reply.header('Link', `<${nextLink(req, pageSize, last.external_account_number)}>; rel="next"`);
-      return entries.map((e) => ({
-        external_account_number: e.external_account_number,
-        service_account_number: e.service_account_number,
-        account_created_at: e.account_created_at ? formatDatetime(e.account_created_at) : null,
-      }));
+      return entries.map((e) =>
+        withKrakenAccountNumber({
+          external_account_number: e.external_account_number,
+          service_account_number: e.service_account_number,
+          account_created_at: e.account_created_at ? formatDatetime(e.account_created_at) : null,
+        }),
+      );
     },
   });
 
@@ -104,7 +123,7 @@ export function accountRoutes(accounts: AccountService): RouteDef[] {
       handler: async (req, reply) => {
         const r = await accounts.stage(req.body);
         reply.code(r.first ? 201 : 200);
-        return { import_supplier: r.import_supplier, external_account_number: r.external_account_number };
+        return withImportSupplierCode({ import_supplier: r.import_supplier, external_account_number: r.external_account_number });
       },
     },
     {
@@ -116,7 +135,7 @@ export function accountRoutes(accounts: AccountService): RouteDef[] {
       auth: 'token',
       body: processRequestSchema,
       responses: {
-        201: { description: 'Account created.', schema: z.object({ service_account_number: z.string() }) },
+        201: { description: 'Account created.', schema: processedSchema },
         400: envelope('invalid_request, import_process_does_not_exist, operations_team_not_found, import_supplier_migration_not_ongoing, account_marked_to_skip, account_import_process_already_imported (with external_account_number and service_account_number), dry_run_rolled_back'),
         401: envelope('Not authenticated.'),
         429: { description: 'concurrency_limit_exceeded; see Retry-After.', headers: { 'Retry-After': 'seconds' } },
@@ -125,7 +144,7 @@ export function accountRoutes(accounts: AccountService): RouteDef[] {
       handler: async (req, reply) => {
         const r = await accounts.processWithPermit(req.body);
         reply.code(201);
-        return { service_account_number: r.service_account_number };
+        return withKrakenAccountNumber({ service_account_number: r.service_account_number });
       },
     },
     {
@@ -139,7 +158,7 @@ export function accountRoutes(accounts: AccountService): RouteDef[] {
       responses: { 200: { description: 'The import process exists.', schema: statusSchema }, 401: envelope('Not authenticated.'), 404: envelope('account_not_found') },
       handler: async (req) => {
         const p = req.params as { import_supplier_code: string; external_account_number: string };
-        return accounts.status(p.import_supplier_code, p.external_account_number);
+        return withKrakenAccountNumber(await accounts.status(p.import_supplier_code, p.external_account_number));
       },
     },
     {

@@ -6,6 +6,7 @@ import { makeStatementsRequestSchema } from '../../imports/statements/statement.
 import type { StatementService } from '../../imports/statements/statement.service.js';
 import { TRANSACTION_STATUSES, transactionsQuerySchema, transactionsRequestDocSchema } from '../../imports/transactions/transaction.schemas.js';
 import type { TransactionService } from '../../imports/transactions/transaction.service.js';
+import { withKrakenAccountNumber } from '../published-names.js';
 import type { RouteDef } from '../route.js';
 import { errorEnvelopeSchema } from '../envelope.js';
 
@@ -101,7 +102,16 @@ export function extrasRoutes(s: ExtrasServices): RouteDef[] {
       auth: 'token',
       body: paymentInstructionRequestSchema,
       responses: {
-        201: { description: 'Stored (or already stored).', schema: z.object({ service_account_number: z.string(), reference: z.string() }) },
+        201: {
+          description: 'Stored (or already stored).',
+          schema: z
+            .object({
+              service_account_number: z.string(),
+              reference: z.string(),
+              kraken_account_number: z.string().describe("The published document's name for service_account_number: the same value."),
+            })
+            .meta({ id: 'PaymentInstructionCreated' }),
+        },
         400: { description: 'invalid_request, payment_vendor_not_found, payment_instruction_not_found_at_vendor, payment_instruction_type_mismatch; do not retry unchanged.' },
         500: { description: 'payment_vendor_unavailable (or another unexpected error); retry as-is.' },
         ...common,
@@ -109,7 +119,7 @@ export function extrasRoutes(s: ExtrasServices): RouteDef[] {
       handler: async (req, reply) => {
         const result = await s.paymentInstructions.importPaymentInstruction(req.body);
         reply.code(201);
-        return result;
+        return withKrakenAccountNumber(result);
       },
     },
   ];

@@ -120,7 +120,7 @@ describe('concurrency', () => {
     );
     for (const r of responses) {
       expect(r.statusCode, r.body).toBe(201);
-      expect(r.json()).toEqual({ service_account_number: number, reference: 'CARD-CONCURRENT' });
+      expect(r.json()).toEqual({ service_account_number: number, reference: 'CARD-CONCURRENT', kraken_account_number: number });
     }
     const rows = await h.ctx.deps.db
       .selectFrom('payment_instructions')

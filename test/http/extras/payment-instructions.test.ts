@@ -34,7 +34,7 @@ describe('payment instruction: the vendor has it', () => {
     h.vendor.set('CARD-FOUND-1', { kind: 'found', details: { type: 'CARD', last4: '4242', expiry: '12/28' } });
     const res = await postInstruction('CARD-FOUND-1');
     expect(res.statusCode, res.body).toBe(201);
-    expect(res.json()).toEqual({ service_account_number: accountNumber, reference: 'CARD-FOUND-1' });
+    expect(res.json()).toEqual({ service_account_number: accountNumber, reference: 'CARD-FOUND-1', kraken_account_number: accountNumber });
     const rows = await instructionRows('CARD-FOUND-1');
     expect(rows).toHaveLength(1);
     expect(rows[0]).toMatchObject({ vendor: VENDOR, reference: 'CARD-FOUND-1', type: 'CARD' });
@@ -61,7 +61,7 @@ describe('payment instruction: the vendor has it', () => {
     h.vendor.set('CARD-REPEAT', { kind: 'not_found' });
     const second = await postInstruction('CARD-REPEAT');
     expect(second.statusCode, second.body).toBe(201);
-    expect(second.json()).toEqual({ service_account_number: accountNumber, reference: 'CARD-REPEAT' });
+    expect(second.json()).toEqual({ service_account_number: accountNumber, reference: 'CARD-REPEAT', kraken_account_number: accountNumber });
     expect(h.vendor.countFor('CARD-REPEAT')).toBe(1);
     const rows = await instructionRows('CARD-REPEAT');
     expect(rows).toHaveLength(1);
