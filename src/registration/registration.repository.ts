@@ -126,7 +126,10 @@ export async function recordRequestAnswer(ex: Executor, requestId: string, answe
     ), moved AS (
       UPDATE meter_points m SET registration_status = ${to}, registration_error = ${reason}, registration_updated_at = now()
       FROM attempt a
-      WHERE m.id = a.meter_point_id AND m.registration_request_id = ${requestId}::uuid AND m.registration_status = 'UNDERGOING_REGISTRATION'
+      -- IS TRUE keeps the status test out of the index conditions: planned from statistics taken before
+      -- a large marking, PostgreSQL would otherwise walk every UNDERGOING_REGISTRATION row of the status
+      -- index for each answer (4.9 ms instead of 0.4 ms in the bench) instead of the meter point's key.
+      WHERE m.id = a.meter_point_id AND m.registration_request_id = ${requestId}::uuid AND (m.registration_status = 'UNDERGOING_REGISTRATION') IS TRUE
       RETURNING m.id
     ), history AS (
       INSERT INTO registration_history (meter_point_id, request_id, cause, from_status, to_status, applied, reason)
@@ -214,7 +217,9 @@ export async function applyEventsPage(trx: Executor, events: readonly GatewayEve
         FOR UPDATE OF m`.execute(trx);
       const pointOf = new Map(points.map((p) => [p.request_id, p.meter_point_id]));
       const state = new Map(points.map((p) => [p.meter_point_id, { status: p.status, requestId: p.current, changed: false }]));
-      const history: Array<{ mp: string; e: GatewayEvent; from: string; to: string | null; applied: boolean; reason: string | null }> = [];
+      const history: Array<{ mp: string; e: GatewayEvent; cause: 'event' | 'taken'; from: string; to: string | null; applied: boolean; reason: string | null }> = [];
+      /** Attempts an event proved taken before their answer was recorded. */
+      const impliedTaken: string[] = [];
       for (const e of todo) {
         const mp = pointOf.get(e.request_id);
         if (mp === undefined) {
@@ -222,15 +227,28 @@ export async function applyEventsPage(trx: Executor, events: readonly GatewayEve
           continue;
         }
         const now = state.get(mp)!;
+        // An event of the current attempt proves the gateway took its request, also when the answer
+        // is not recorded yet (the worker died after sending, or the poller came between the 202 and
+        // its commit): the meter point moves to REGISTRATION_REQUESTED first, so the event can apply.
+        if (now.status === 'UNDERGOING_REGISTRATION' && now.requestId === e.request_id) {
+          history.push({ mp, e, cause: 'taken', from: now.status, to: 'REGISTRATION_REQUESTED', applied: true, reason: `the gateway's event ${e.event_id} shows it has the request` });
+          now.status = 'REGISTRATION_REQUESTED';
+          now.changed = true;
+          impliedTaken.push(e.request_id);
+        }
         const outcome = isEventType(e.type) ? eventOutcome(now, { type: e.type, requestId: e.request_id }) : { applied: false as const, reason: `unknown event type ${e.type}` };
         if (outcome.applied) {
-          history.push({ mp, e, from: now.status, to: outcome.to, applied: true, reason: null });
+          history.push({ mp, e, cause: 'event', from: now.status, to: outcome.to, applied: true, reason: null });
           now.status = outcome.to;
           now.changed = true;
           out.applied++;
         } else {
-          history.push({ mp, e, from: now.status, to: null, applied: false, reason: outcome.reason });
+          history.push({ mp, e, cause: 'event', from: now.status, to: null, applied: false, reason: outcome.reason });
         }
+      }
+      if (impliedTaken.length > 0) {
+        // The answer the worker will record later finds it recorded, and does nothing.
+        await sql`UPDATE registration_attempts SET answered_at = now(), taken = true WHERE request_id = ANY(${impliedTaken}::uuid[]) AND answered_at IS NULL`.execute(trx);
       }
       const changed = [...state.entries()].filter(([, s]) => s.changed);
       if (changed.length > 0) {
@@ -251,10 +269,10 @@ export async function applyEventsPage(trx: Executor, events: readonly GatewayEve
         await sql`
           INSERT INTO registration_history (meter_point_id, request_id, cause, event_id, event_type, occurred_at, from_status, to_status, applied, reason, detail)
           SELECT * FROM unnest(
-            ${history.map((h) => h.mp)}::bigint[], ${history.map((h) => h.e.request_id)}::uuid[], ${history.map(() => 'event')}::text[],
-            ${history.map((h) => h.e.event_id)}::text[], ${history.map((h) => h.e.type)}::text[], ${history.map((h) => validTime(h.e.occurred_at))}::timestamptz[],
+            ${history.map((h) => h.mp)}::bigint[], ${history.map((h) => h.e.request_id)}::uuid[], ${history.map((h) => h.cause)}::text[],
+            ${history.map((h) => (h.cause === 'event' ? h.e.event_id : null))}::text[], ${history.map((h) => (h.cause === 'event' ? h.e.type : null))}::text[], ${history.map((h) => (h.cause === 'event' ? validTime(h.e.occurred_at) : null))}::timestamptz[],
             ${history.map((h) => h.from)}::text[], ${history.map((h) => h.to)}::text[], ${history.map((h) => h.applied)}::boolean[],
-            ${history.map((h) => h.reason)}::text[], ${history.map((h) => (h.e.detail === undefined ? null : JSON.stringify(h.e.detail)))}::jsonb[])`.execute(trx);
+            ${history.map((h) => h.reason)}::text[], ${history.map((h) => (h.cause === 'event' && h.e.detail !== undefined ? JSON.stringify(h.e.detail) : null))}::jsonb[])`.execute(trx);
       }
     }
   }

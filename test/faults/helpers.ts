@@ -5,6 +5,7 @@ import { connect } from 'node:net';
 import type { LightMyRequestResponse } from 'fastify';
 import type { Config } from '../../src/config.js';
 import { Redis } from 'ioredis';
+import { sql } from 'kysely';
 import { expect } from 'vitest';
 import { addDaysUtc } from '../../src/clock.js';
 import type { GeneratedAccount } from '../../src/cohort/generate.js';
@@ -12,7 +13,9 @@ import { STAGES } from '../../src/queue/contract.js';
 import { pollUntil } from '../helpers/poll.js';
 import { freePort } from '../helpers/ports.js';
 import { accountHoldings, batchItems, countSql, type BatchStatusBody } from '../queue/helpers.js';
-import type { PipelineContext } from '../queue/setup.js';
+import { createPipelineContext, type PipelineContext } from '../queue/setup.js';
+import type { FakeGateway } from '../helpers/fake-gateway.js';
+import type { QueueName } from '../../src/queue/contract.js';
 import { spawnWorker, type WorkerProcess } from '../queue/worker-process.js';
 
 /**
@@ -350,3 +353,127 @@ export async function startTcpProxy(targetPort: number): Promise<TcpProxy> {
 /** A real worker process registered before start-up is awaited, with a deadline for a loaded machine. */
 export const spawnTrackedWorker = (config: Config, env: Record<string, string>, registry: WorkerProcess[]): Promise<WorkerProcess> =>
   spawnWorker(config, env, { registry, startTimeoutMs: 60_000 });
+
+/**
+ * A worker process running only `queues` (test/faults/queue-worker.ts), on the test's database and
+ * Redis prefix, registered before start-up is awaited: a poller or a registration worker to SIGKILL alone.
+ */
+export async function spawnQueueWorker(config: Config, env: Record<string, string>, queues: readonly string[], registry: WorkerProcess[]): Promise<WorkerProcess> {
+  return spawnWorker(config, { ...env, WORKER_QUEUES: queues.join(',') }, { registry, script: 'test/faults/queue-worker.ts', startTimeoutMs: 60_000 });
+}
+
+/** One row of registration_history, as the registration fault tests read it. */
+export interface RegistrationHistoryRow {
+  meter_point_id: string;
+  request_id: string | null;
+  cause: string;
+  event_id: string | null;
+  event_type: string | null;
+  from_status: string | null;
+  to_status: string | null;
+  applied: boolean;
+  reason: string | null;
+}
+
+/** Each meter point's registration history in the order it was written (every meter point asked for has an entry). */
+export async function registrationHistories(ctx: PipelineContext, meterPointIds: readonly string[]): Promise<Map<string, RegistrationHistoryRow[]>> {
+  const { rows } = await sql<RegistrationHistoryRow>`
+    SELECT meter_point_id::text AS meter_point_id, request_id::text AS request_id, cause, event_id, event_type, from_status, to_status, applied, reason
+    FROM registration_history WHERE meter_point_id = ANY(${[...meterPointIds]}::bigint[]) ORDER BY id`.execute(ctx.deps.db);
+  const out = new Map<string, RegistrationHistoryRow[]>(meterPointIds.map((id) => [id, []]));
+  for (const r of rows) out.get(r.meter_point_id)!.push(r);
+  return out;
+}
+
+const MARKABLE_STATUSES = ['PRE_REGISTRATION', 'UNABLE_TO_REGISTER', 'REGISTRATION_REJECTED', 'REGISTRATION_OBJECTED', 'REGISTRATION_WITHDRAWN'];
+
+/**
+ * decisions.md §8's table, written out here (not imported from src/registration/states.ts), so the
+ * history is checked against the spec rather than against the code: for each cause (an event's
+ * type for events), the statuses it may move from and the one it moves to.
+ */
+export const SECTION_8_MOVES: Readonly<Record<string, { from: readonly string[]; to: string }>> = {
+  marked: { from: MARKABLE_STATUSES, to: 'UNDERGOING_REGISTRATION' },
+  taken: { from: ['UNDERGOING_REGISTRATION'], to: 'REGISTRATION_REQUESTED' },
+  refused: { from: ['UNDERGOING_REGISTRATION'], to: 'UNABLE_TO_REGISTER' },
+  withdrawal: { from: ['REGISTRATION_REQUESTED', 'REGISTRATION_ACCEPTED', 'OBJECTION_RECEIVED'], to: 'WITHDRAWAL_REQUESTED' },
+  ACCEPTED: { from: ['REGISTRATION_REQUESTED'], to: 'REGISTRATION_ACCEPTED' },
+  REJECTED: { from: ['REGISTRATION_REQUESTED'], to: 'REGISTRATION_REJECTED' },
+  OBJECTION_RECEIVED: { from: ['REGISTRATION_REQUESTED', 'REGISTRATION_ACCEPTED'], to: 'OBJECTION_RECEIVED' },
+  OBJECTION_UPHELD: { from: ['OBJECTION_RECEIVED'], to: 'REGISTRATION_OBJECTED' },
+  OBJECTION_WITHDRAWN: { from: ['OBJECTION_RECEIVED'], to: 'REGISTRATION_ACCEPTED' },
+  WITHDRAWN: { from: ['WITHDRAWAL_REQUESTED'], to: 'REGISTRATION_WITHDRAWN' },
+  SUPPLY_STARTED: { from: ['REGISTRATION_ACCEPTED'], to: 'ON_SUPPLY' },
+};
+
+/**
+ * What is wrong with one meter point's history (empty: nothing). Read in order, it must be one
+ * unbroken chain from PRE_REGISTRATION to `status`: each applied row moves from where the previous
+ * applied row left it, along a move of §8's table, and an applied event names the current attempt
+ * (the request id of the last marking); a row not applied moves nothing, names the status it found
+ * and says why. No event id appears twice.
+ */
+export function registrationHistoryProblems(rows: readonly RegistrationHistoryRow[], status: string): string[] {
+  const problems: string[] = [];
+  let current = 'PRE_REGISTRATION';
+  let attempt: string | null = null;
+  const events = new Set<string>();
+  for (const [i, r] of rows.entries()) {
+    const at = `row ${i} (${r.cause}${r.event_type ? ` ${r.event_type}` : ''}${r.event_id ? ` ${r.event_id}` : ''})`;
+    if (r.event_id !== null) {
+      if (events.has(r.event_id)) problems.push(`${at}: event ${r.event_id} kept twice`);
+      events.add(r.event_id);
+    }
+    if (r.from_status !== current) problems.push(`${at}: from ${r.from_status}, but the meter point was ${current}`);
+    if (!r.applied) {
+      if (r.to_status !== null || !r.reason) problems.push(`${at}: not applied, yet to ${r.to_status} / reason ${JSON.stringify(r.reason)}`);
+      continue;
+    }
+    const move = SECTION_8_MOVES[r.cause === 'event' ? (r.event_type ?? '') : r.cause];
+    if (!move || !move.from.includes(current) || move.to !== r.to_status) problems.push(`${at}: ${current} -> ${r.to_status} is not a move of §8`);
+    if (r.cause === 'marked') attempt = r.request_id;
+    else if (r.request_id !== attempt) problems.push(`${at}: applied for request ${r.request_id}, but the current attempt is ${attempt}`);
+    current = r.to_status ?? current;
+  }
+  if (current !== status) problems.push(`the history ends at ${current}, the meter point is ${status}`);
+  return problems;
+}
+
+/** Event ids kept more than once in registration_history, over the whole database (none, when nothing was applied twice). */
+export async function eventsKeptTwice(ctx: PipelineContext): Promise<string[]> {
+  const { rows } = await sql<{ event_id: string }>`SELECT event_id FROM registration_history WHERE event_id IS NOT NULL GROUP BY event_id HAVING count(*) > 1`.execute(ctx.deps.db);
+  return rows.map((r) => r.event_id);
+}
+
+/** The poller's saved cursor (the fake gateway's are `<instance>.<events served>`). */
+export async function registrationCursor(ctx: PipelineContext): Promise<string | null> {
+  const row = await ctx.deps.db.selectFrom('registration_cursor').select('cursor').where('id', '=', 1).executeTakeFirst();
+  return row?.cursor ?? null;
+}
+
+/**
+ * A pipeline context registering with `gateway` (fast polls, no rate limit to speak of, a killed
+ * worker's job back within seconds), running `queues`, with `count` accounts of a new supplier
+ * migrated: what the registration fault tests start from.
+ */
+export async function registrationFaultContext(
+  gateway: FakeGateway,
+  opts: { supplier: string; team: string; prefix: string; seed: number; count: number; queues: readonly QueueName[] },
+): Promise<{ ctx: PipelineContext; generated: GeneratedAccount[] }> {
+  const ctx = await createPipelineContext({
+    env: {
+      REGISTRATION_GATEWAY_URL: gateway.url,
+      REGISTRATION_GATEWAY_KEY: gateway.key,
+      REGISTRATION_POLL_MS: '200',
+      REGISTRATION_RATE_PER_SECOND: '1000',
+      WORKER_LOCK_MS: '2000',
+    },
+  });
+  await ctx.createSupplier(opts.supplier, { documentsRoot: opts.supplier.toLowerCase() });
+  await ctx.createTeam(opts.team);
+  ctx.startWorkers(opts.queues);
+  const { ndjson, accounts } = await ctx.cohort({ count: opts.count, supplier: opts.supplier, prefix: opts.prefix, seed: opts.seed });
+  const { batch_id } = await ctx.upload(ndjson, { supplier: opts.supplier, team: opts.team });
+  expect(await ctx.waitForEnd(batch_id, 100_000)).toMatchObject({ state: 'COMPLETED', succeeded: opts.count });
+  return { ctx, generated: accounts };
+}

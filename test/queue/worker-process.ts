@@ -14,11 +14,13 @@ export interface SpawnOptions {
   /** The worker is pushed here before start-up is awaited, so one that fails to start is still killed by the caller. */
   registry?: WorkerProcess[];
   startTimeoutMs?: number;
+  /** The entry point (default workers/all.ts: every queue). */
+  script?: string;
 }
 
 export async function spawnWorker(config: Config, env: Record<string, string>, opts: SpawnOptions = {}): Promise<WorkerProcess> {
   let output = '';
-  const child = spawn(process.execPath, ['--import', 'tsx', 'workers/all.ts'], {
+  const child = spawn(process.execPath, ['--import', 'tsx', opts.script ?? 'workers/all.ts'], {
     env: {
       ...process.env,
       NODE_ENV: 'test',
