@@ -8,6 +8,7 @@
  *   peer     a smaller cohort through the REST endpoints, as suppliers' scripts do today
  *   http     the validate endpoint under autocannon, next to a bare route of the same server
  *   upload   a large NDJSON upload with the workers stopped: does the API stream it?
+ *   registration  meter points marked, their requests sent to a loopback gateway, its events applied
  *
  * Each run owns a fresh database, a fresh Redis key prefix and a temporary documents folder, and
  * removes them at the end (also on failure and Ctrl-C). See bench/README.md.
@@ -24,8 +25,9 @@ import { cohortAvoiding, writeCohortFile, type CohortFile } from './lib/cohort.j
 import { checkpoint, createBenchEnv, obtainToken, setupSupplier, setupTeam, startApi, startWorkerProcesses, stopWorkerProcesses, type BenchEnv } from './lib/env.js';
 import { runHttp } from './lib/http-load.js';
 import { runPeer } from './lib/peer.js';
+import { runRegistration } from './lib/registration.js';
 import { runCohort } from './lib/pipeline.js';
-import { machineLine, ratiosLine, ratiosOf, renderReport, targetsOf, type Machine, type Outcome, type Results } from './lib/report.js';
+import { machineLine, ratiosLine, ratiosOf, registrationLine, renderReport, targetsOf, type Machine, type Outcome, type Results } from './lib/report.js';
 import { pgClient } from './lib/pg.js';
 import { runUpload } from './lib/upload.js';
 import { renderSoak, runSoak, soakLine, type SoakResult } from './lib/soak.js';
@@ -91,8 +93,11 @@ async function main(): Promise<number> {
     for (const [scenario, code] of Object.entries(SUPPLIERS)) {
       if (has(scenario as Scenario) || (scenario === 'cohort' && has('http'))) await setupSupplier(env, code, code.toLowerCase());
     }
-    await startApi(env);
-    log(`API (pid ${env.api!.pid}) on ${env.apiUrl}; sandbox vendor on ${env.vendor.baseUrl}`);
+    // The registration scenario runs its workers in this process and needs no API.
+    if ([...opts.only].some((s) => s !== 'registration')) {
+      await startApi(env);
+      log(`API (pid ${env.api!.pid}) on ${env.apiUrl}; sandbox vendor on ${env.vendor.baseUrl}`);
+    }
 
     if (has('cohort') || has('ceiling') || has('limit')) {
       const t = performance.now();
@@ -168,6 +173,10 @@ async function main(): Promise<number> {
         return runUpload(env, token, SUPPLIERS.upload, opts.uploadLines, settleMs);
       });
     }
+
+    if (has('registration')) {
+      results.registration = await scenario('registration', () => runRegistration(env, { accounts: opts.registrationAccounts, settleMs, log }));
+    }
   } finally {
     log('cleaning up');
     await cleanup();
@@ -213,6 +222,8 @@ async function main(): Promise<number> {
   }
   log(`${countsExact ? 'every count exact' : 'RUN INCOMPLETE: counts not exact (exit 1)'}; figures written to ${path.relative(process.cwd(), file)}`);
   log(ratiosLine(ratios));
+  const registration = registrationLine(results);
+  if (registration) log(registration);
   return countsExact ? 0 : 1;
 }
 

@@ -1,6 +1,6 @@
 /** Command-line options of `npm run bench -- …`. */
 
-export const SCENARIOS = ['cohort', 'ceiling', 'limit', 'peer', 'http', 'upload'] as const;
+export const SCENARIOS = ['cohort', 'ceiling', 'limit', 'peer', 'http', 'upload', 'registration'] as const;
 export type Scenario = (typeof SCENARIOS)[number];
 
 export interface BenchOptions {
@@ -10,6 +10,8 @@ export interface BenchOptions {
   peerAccounts: number;
   peerClients: number;
   uploadLines: number;
+  /** Accounts (1–2 meter points each) whose meter points the registration scenario registers. */
+  registrationAccounts: number;
   httpSeconds: number;
   httpConnections: number;
   /** Seconds of unmeasured load before each autocannon measurement. */
@@ -41,12 +43,17 @@ export interface BenchOptions {
 export const USAGE = `usage: npm run bench -- [options]
 
   --smoke                 small sizes (300 accounts, 60 peer accounts, http 2 s x 10 connections,
-                          5,000 upload lines); exit 1 unless every count is exact
+                          5,000 upload lines, 200 registration accounts); exit 1 unless every
+                          count is exact
   --only LIST             comma-separated subset of: ${SCENARIOS.join(', ')}
   --accounts N            cohort size (default 20000)
   --peer-accounts N       REST peer cohort size (default 2000)
   --peer-clients N        concurrent REST clients (default 8)
   --upload-lines N        lines in the upload scenario (default 100000)
+  --registration          only the registration scenario (the same as --only registration): meter
+                          points marked, requests sent to a loopback gateway, its events applied
+  --registration-accounts N  accounts of the registration scenario, 1-2 meter points each
+                          (default 10000; --smoke: 200)
   --http-seconds S        autocannon duration per route (default 10)
   --http-connections N    autocannon connections (default 50)
   --ceiling-concurrency N concurrent loops (and pool size) of the ceiling (default 16)
@@ -106,6 +113,10 @@ export function parseArgs(argv: readonly string[]): BenchOptions | 'help' {
     if (unknown.length > 0 || names.length === 0) throw new UsageError(`--only takes ${SCENARIOS.join(', ')}; got '${onlyRaw}'`);
     only = new Set(names as Scenario[]);
   }
+  if (flags.get('registration') === true) {
+    if (onlyRaw !== undefined) throw new UsageError('--registration is --only registration: give one or the other');
+    only = new Set(['registration']);
+  }
   const out = flags.get('out');
   const sizes = (name: string, fallback: number[]): number[] => {
     const raw = flags.get(name);
@@ -121,6 +132,7 @@ export function parseArgs(argv: readonly string[]): BenchOptions | 'help' {
     peerAccounts: int('peer-accounts', smoke ? 60 : 2_000),
     peerClients: int('peer-clients', 8),
     uploadLines: int('upload-lines', smoke ? 5_000 : 100_000),
+    registrationAccounts: int('registration-accounts', smoke ? 200 : 10_000),
     httpSeconds: int('http-seconds', smoke ? 2 : 10),
     httpConnections: int('http-connections', smoke ? 10 : 50),
     httpWarmupSeconds: smoke ? 1 : 2,
@@ -140,5 +152,5 @@ export function parseArgs(argv: readonly string[]): BenchOptions | 'help' {
   };
 }
 
-const BOOLEAN_FLAGS = new Set(['smoke', 'keep', 'no-build', 'profile', 'help', 'soak', 'scaling']);
-const VALUE_FLAGS = new Set(['only', 'accounts', 'peer-accounts', 'peer-clients', 'upload-lines', 'http-seconds', 'http-connections', 'ceiling-concurrency', 'limit-loaders', 'limit-set-size', 'scaling-sizes', 'worker-processes', 'out', 'minutes', 'soak-clients', 'soak-batch']);
+const BOOLEAN_FLAGS = new Set(['smoke', 'keep', 'no-build', 'profile', 'help', 'soak', 'scaling', 'registration']);
+const VALUE_FLAGS = new Set(['only', 'accounts', 'peer-accounts', 'peer-clients', 'upload-lines', 'registration-accounts', 'http-seconds', 'http-connections', 'ceiling-concurrency', 'limit-loaders', 'limit-set-size', 'scaling-sizes', 'worker-processes', 'out', 'minutes', 'soak-clients', 'soak-batch']);

@@ -6,6 +6,7 @@ import type { HttpResult } from './http-load.js';
 import type { CohortResult } from './pipeline.js';
 import { fmt, ms, round, table } from './stats.js';
 import type { UploadResult } from './upload.js';
+import type { RegistrationResult } from './registration.js';
 import type { PerUnit } from './pgstats.js';
 
 export interface Machine {
@@ -29,6 +30,7 @@ export interface Results {
   peer?: Outcome<PeerResult>;
   http?: Outcome<HttpResult>;
   upload?: Outcome<UploadResult>;
+  registration?: Outcome<RegistrationResult>;
 }
 
 export interface Ratios {
@@ -38,6 +40,8 @@ export interface Ratios {
   validate_p99_ms: number | null;
   upload_rss_growth_mb: number | null;
   pipeline_over_limit: number | null;
+  /** Not a ratio: the registration scenario's events applied per second (on its own line, not the ratios line). */
+  registration_events_per_s: number | null;
 }
 
 const ok = <T>(o: Outcome<T> | undefined): T | undefined => (o?.ok ? o.result : undefined);
@@ -53,6 +57,7 @@ export function ratiosOf(r: Results): Ratios {
     validate_p99_ms: http ? http.validate.p99_ms : null,
     upload_rss_growth_mb: ok(r.upload)?.rss_growth_mb ?? null,
     pipeline_over_limit: ratio(cohort?.accounts_per_s, ok(r.limit)?.accounts_per_s),
+    registration_events_per_s: ok(r.registration)?.events_applied.per_s ?? null,
   };
 }
 
@@ -71,6 +76,7 @@ export function targetsOf(q: Ratios): Target[] {
     t('validate / bare', '>= 0.20', q.validate_over_bare, (v) => v >= 0.2),
     t('validate p99 (ms)', '<= 25', q.validate_p99_ms, (v) => v <= 25),
     t('upload RSS growth (MB)', '<= 150', q.upload_rss_growth_mb, (v) => v <= 150),
+    t('registration events/s', '>= 2000', q.registration_events_per_s, (v) => v >= 2000),
   ];
 }
 
@@ -78,6 +84,13 @@ export function targetsOf(q: Ratios): Target[] {
 export function ratiosLine(q: Ratios): string {
   const f = (v: number | null, digits: number) => (v === null ? 'n/a' : v.toFixed(digits));
   return `ratios: pipeline/ceiling=${f(q.pipeline_over_ceiling, 2)} batch/rest=${f(q.batch_over_rest, 2)} validate/bare=${f(q.validate_over_bare, 2)} validate_p99_ms=${f(q.validate_p99_ms, 0)} upload_rss_growth_mb=${f(q.upload_rss_growth_mb, 0)} pipeline/limit=${f(q.pipeline_over_limit, 2)}`;
+}
+
+/** The registration scenario's figures in a fixed form, printed under the ratios line when it ran. */
+export function registrationLine(r: Results): string | undefined {
+  const reg = ok(r.registration);
+  if (!reg) return undefined;
+  return `registration: meter_points=${reg.meter_points} marking_s=${reg.marking.seconds.toFixed(2)} requests_per_s=${reg.requests.per_s.toFixed(0)} events_per_s=${reg.events_applied.per_s.toFixed(0)}`;
 }
 
 const cpuRow = (label: string, cpu: CpuSeconds | undefined): string[] => [label, ...CPU_NAMES.map((n) => (cpu?.[n] === undefined ? '-' : fmt(cpu[n], 1)))];
@@ -173,6 +186,27 @@ export function renderReport(r: Results, machine: Machine, header: string, smoke
     out.push(`  RSS (MB) as the upload went on: ${upload.rss_timeline.map(([sent, rss]) => `${fmt(sent, 0)} MB sent: ${fmt(rss, 0)}`).join(', ')}`, '');
   }
 
+  const registration = ok(r.registration);
+  failed('registration', r.registration);
+  if (registration) {
+    const g = registration;
+    out.push(
+      `registration: ${g.accounts} accounts, ${g.meter_points} meter points (1-2 each), sandbox gateway on loopback answering at once;`,
+      `  the registration worker and the poller run in the bench process: worker concurrency ${g.worker_concurrency},`,
+      `  REGISTRATION_RATE_PER_SECOND=${g.rate_limit_per_s} (set high: the limiter is not the limit); the poller run back to back, pages of ${g.events_page}`,
+    );
+    out.push(
+      table([
+        ['marking (markAccounts, chunks of accounts, with the enqueue)', `${fmt(g.marking.seconds, 2)} s`, `${fmt(g.marking.meter_points_per_s, 0)} meter points/s`],
+        ['  of which enqueueing the jobs', `${fmt(g.marking.enqueue_seconds, 2)} s`, `${g.marking.chunks} addBulk`],
+        ['requests sent, first sent to last answered (poller stopped)', `${fmt(g.requests.seconds, 2)} s`, `${fmt(g.requests.per_s, 0)} requests/s`],
+        ['events applied by the poller, until all ON_SUPPLY', `${fmt(g.events_applied.seconds, 2)} s`, `${fmt(g.events_applied.per_s, 0)} events/s`],
+        ['  the same pages read from the gateway alone', `${fmt(g.events_applied.fetch_only_seconds, 2)} s`, `${g.events} events, ${g.events_applied.pages} pages`],
+      ]),
+      '',
+    );
+  }
+
   const cpuRows: string[][] = [];
   if (cohort) cpuRows.push(cpuRow('cohort', cohort.cpu_s));
   if (ceiling) cpuRows.push(cpuRow('ceiling', ceiling.cpu_s));
@@ -180,6 +214,7 @@ export function renderReport(r: Results, machine: Machine, header: string, smoke
   if (peer) cpuRows.push(cpuRow('peer', peer.cpu_s));
   if (http) cpuRows.push(cpuRow('http bare', http.bare.cpu_s), cpuRow('http validate', http.validate.cpu_s));
   if (upload) cpuRows.push(cpuRow('upload', upload.cpu_s));
+  if (registration) cpuRows.push(cpuRow('registration requests', registration.requests.cpu_s), cpuRow('registration events', registration.events_applied.cpu_s));
   if (cpuRows.length > 0) {
     out.push('CPU seconds during each scenario (postgres: the bench databases\' backends and the server\'s helpers; pg_other: other');
     out.push('databases\' and exited backends; bench: this process, i.e. load generator and sandbox vendor; machine: all busy CPU)');
@@ -201,6 +236,7 @@ export function renderReport(r: Results, machine: Machine, header: string, smoke
   if (limit) pgRows.push(pgRow('limit, per account', limit.pg_per_account));
   if (peer) pgRows.push(pgRow('peer, per account', peer.pg_per_account));
   if (upload) pgRows.push(pgRow('upload, per line', upload.pg_per_line));
+  if (registration) pgRows.push(pgRow('registration requests, per meter point', registration.requests.pg_per_meter_point), pgRow('registration events, per event', registration.events_applied.pg_per_event));
   if (pgRows.length > 0) {
     out.push(`PostgreSQL work (pg_stat_database of the scenario's database${smoke ? '; smoke mode waits only 3 s for the counters, so they may be short' : ''})`);
     out.push(table([['', 'transactions', 'rollbacks', 'inserted', 'updated', 'deleted', 'scanned', 'fetched', 'buffers'], ...pgRows]), '');
