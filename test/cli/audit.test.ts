@@ -95,7 +95,7 @@ it("records the API's batch actions as the API key that made them; an ended batc
       ['api_key', keyName, 'batch.retry'],
       ['api_key', keyName, 'batch.upload'],
     ]);
-    expect(lines[1]!.detail).toEqual({ import_supplier: 'AUDAPI', operations_team_name: 'Audit API Team', dry_run: false, total_items: 2 });
+    expect(lines[1]!.detail).toEqual({ import_supplier: 'AUDAPI', operations_team_name: 'Audit API Team', dry_run: false, register: false, total_items: 2 });
     expect(lines[0]!.detail).toEqual({ requeued: 0 });
   } finally {
     await workers.close(5_000);

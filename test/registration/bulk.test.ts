@@ -163,3 +163,46 @@ describe('the console', () => {
     ]);
   });
 });
+
+describe('the rest of §8 by hand', () => {
+  it('withdraws from REGISTRATION_ACCEPTED and OBJECTION_RECEIVED too, and a withdrawn meter point is re-sent as a new attempt', { timeout: LONG }, async () => {
+    const { exts } = await migrate('BULKA', 'WX', 2);
+    const two = [];
+    for (const ext of exts) {
+      await ctx.app.inject({ method: 'POST', url: `/v1/data-import/send-registration-flows/BULKA/${ext}/`, headers: ctx.auth });
+      two.push(...(await statusesOf('BULKA', ext)).map((p) => ({ ext, mpxn: p.mpxn })));
+    }
+    await allAt('BULKA', exts, 'REGISTRATION_REQUESTED');
+    const [accepted, objected] = two;
+    const idOf = async (mpxn: string) => (await ctx.deps.db.selectFrom('meter_points').select('registration_request_id').where('identifier', '=', mpxn).executeTakeFirstOrThrow()).registration_request_id!;
+    const statusOf = async (p: { ext: string; mpxn: string }) => (await statusesOf('BULKA', p.ext)).find((x) => x.mpxn === p.mpxn)!.status;
+    const waitFor = (p: { ext: string; mpxn: string }, status: string) => pollUntil(async () => ((await statusOf(p)) === status ? true : undefined), { timeoutMs: LONG, what: `${p.mpxn} to be ${status}` });
+    gateway.accept(await idOf(accepted!.mpxn));
+    gateway.object(await idOf(objected!.mpxn));
+    await waitFor(accepted!, 'REGISTRATION_ACCEPTED');
+    await waitFor(objected!, 'OBJECTION_RECEIVED');
+    for (const p of [accepted!, objected!]) {
+      const res = await ctx.app.inject({ method: 'POST', url: `/v1/data-import/registration-withdrawals/BULKA/${p.ext}/`, payload: { mpxn: p.mpxn }, headers: ctx.auth });
+      expect(res.json()).toMatchObject({ meter_points: [{ mpxn: p.mpxn, status: 'WITHDRAWAL_FLOW_SUCCESS' }] });
+      await waitFor(p, 'WITHDRAWAL_REQUESTED');
+    }
+    const old = await idOf(accepted!.mpxn);
+    gateway.withdrawn(old);
+    await waitFor(accepted!, 'REGISTRATION_WITHDRAWN');
+    // Re-sent from REGISTRATION_WITHDRAWN: a new attempt, a new request id, taken.
+    const again = await ctx.app.inject({ method: 'POST', url: `/v1/data-import/send-registration-flows/BULKA/${accepted!.ext}/`, headers: ctx.auth });
+    expect(again.json<{ meter_points: Array<{ mpxn: string; status: string }> }>().meter_points.find((p) => p.mpxn === accepted!.mpxn)!.status).toBe('REGISTRATION_FLOW_SUCCESS');
+    await waitFor(accepted!, 'REGISTRATION_REQUESTED');
+    expect(await idOf(accepted!.mpxn)).not.toBe(old);
+  });
+
+  it('a request refused with 400 (not only 422) leaves UNABLE_TO_REGISTER with the reason', { timeout: LONG }, async () => {
+    const { exts } = await migrate('BULKB', 'RF', 1);
+    const points = await statusesOf('BULKB', exts[0]!);
+    gateway.answerNext(points.length, { status: 400, body: { reason: 'supply_start_date is in the past' } });
+    await ctx.app.inject({ method: 'POST', url: `/v1/data-import/send-registration-flows/BULKB/${exts[0]}/`, headers: ctx.auth });
+    await allAt('BULKB', exts, 'UNABLE_TO_REGISTER');
+    const errors = await ctx.deps.db.selectFrom('meter_points').select('registration_error').where('identifier', 'in', points.map((p) => p.mpxn)).execute();
+    expect(errors.map((e) => e.registration_error)).toEqual(points.map(() => 'supply_start_date is in the past'));
+  });
+});

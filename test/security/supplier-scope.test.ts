@@ -106,6 +106,18 @@ const CASES: Array<{ route: string; call: (target: string) => Call }> = [
     route: 'GET /v2/data-import/accounts/:import_supplier_code/:external_identifier/',
     call: (t) => ({ method: 'GET', url: `/v2/data-import/accounts/${t}/THEIRS-V2/` }),
   },
+  {
+    route: 'POST /v1/data-import/send-registration-flows/:import_supplier_code/:external_account_number/',
+    call: (t) => ({ method: 'POST', url: `/v1/data-import/send-registration-flows/${t}/THEIRS-1/` }),
+  },
+  {
+    route: 'GET /v1/data-import/meterpoint-statuses-for-account/:import_supplier_code/:external_account_number/',
+    call: (t) => ({ method: 'GET', url: `/v1/data-import/meterpoint-statuses-for-account/${t}/THEIRS-1/` }),
+  },
+  {
+    route: 'POST /v1/data-import/registration-withdrawals/:import_supplier_code/:external_account_number/',
+    call: (t) => ({ method: 'POST', url: `/v1/data-import/registration-withdrawals/${t}/THEIRS-1/`, payload: {} }),
+  },
 ];
 
 /** Batch routes name a batch, not a supplier: OTHER_CO's batch against a batch id that does not exist. */
@@ -115,6 +127,7 @@ const BATCH_CASES: Array<{ route: string; call: (batch: string) => Call }> = [
   { route: 'GET /v1/data-import/batches/:batch_id/reconciliation/', call: (b) => ({ method: 'GET', url: `/v1/data-import/batches/${b}/reconciliation/` }) },
   { route: 'POST /v1/data-import/batches/:batch_id/retry/', call: (b) => ({ method: 'POST', url: `/v1/data-import/batches/${b}/retry/`, payload: {} }) },
   { route: 'POST /v1/data-import/batches/:batch_id/cancel/', call: (b) => ({ method: 'POST', url: `/v1/data-import/batches/${b}/cancel/`, payload: {} }) },
+  { route: 'POST /v1/data-import/batches/:batch_id/registration-flows/', call: (b) => ({ method: 'POST', url: `/v1/data-import/batches/${b}/registration-flows/` }) },
 ];
 
 const send = (call: Call, auth: { authorization: string }) =>
