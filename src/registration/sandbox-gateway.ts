@@ -1,6 +1,6 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import { listenOnLoopback } from '../dev/loopback-server.js';
 import { utcDate } from '../clock.js';
 
 /*
@@ -144,9 +144,7 @@ const refusal = (status: number, reason: string, headers?: Record<string, string
  */
 export async function serveGateway(opts: GatewayServerOptions): Promise<GatewayServer> {
   const expectedAuth = Buffer.from(`Bearer ${opts.key}`);
-  const sockets = new Set<Socket>();
   const timers = new Set<NodeJS.Timeout>();
-  let closing = false;
 
   const write = (res: ServerResponse, record: GatewayRequestRecord, answer: GatewayAnswer): void => {
     if (res.destroyed || res.writableEnded) return;
@@ -244,33 +242,14 @@ export async function serveGateway(opts: GatewayServerOptions): Promise<GatewayS
   server.headersTimeout = HEADERS_TIMEOUT_MS;
   server.requestTimeout = REQUEST_TIMEOUT_MS;
   server.timeout = IDLE_SOCKET_TIMEOUT_MS;
-  server.on('connection', (socket) => {
-    if (closing) {
-      socket.destroy();
-      return;
-    }
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-  });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(opts.port ?? 0, opts.host ?? '127.0.0.1', () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const { port } = server.address() as AddressInfo;
+  const listening = await listenOnLoopback(server, opts.port);
 
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: listening.url,
     async close() {
-      if (closing) return;
-      closing = true;
       for (const timer of timers) clearTimeout(timer);
       timers.clear();
-      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      for (const socket of sockets) socket.destroy();
-      await closed;
+      await listening.close();
     },
   };
 }

@@ -1,6 +1,6 @@
 import { timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import { listenOnLoopback } from '../dev/loopback-server.js';
 
 /**
  * A payment vendor speaking docs/payment-vendor-protocol.md over real HTTP on 127.0.0.1,
@@ -79,9 +79,7 @@ export async function startSandboxVendor(opts: SandboxVendorOptions = {}): Promi
   let defaultBehaviour: SandboxBehaviour = opts.defaultBehaviour ?? { kind: 'found' };
   const scripts = new Map<string, Script>();
   const requests: SandboxRequest[] = [];
-  const sockets = new Set<Socket>();
   const timers = new Set<NodeJS.Timeout>();
-  let closing = false;
 
   const scriptFor = (reference: string): Script => {
     let script = scripts.get(reference);
@@ -181,26 +179,10 @@ export async function startSandboxVendor(opts: SandboxVendorOptions = {}): Promi
     answer(script, script.behaviour, reference, res);
   };
 
-  const server = createServer(handle);
-  server.on('connection', (socket) => {
-    if (closing) {
-      socket.destroy();
-      return;
-    }
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-  });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(opts.port ?? 0, '127.0.0.1', () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const { port } = server.address() as AddressInfo;
+  const listening = await listenOnLoopback(createServer(handle), opts.port);
 
   return {
-    baseUrl: `http://127.0.0.1:${port}`,
+    baseUrl: listening.url,
     apiKey,
     requests,
     set(reference, behaviour) {
@@ -218,13 +200,9 @@ export async function startSandboxVendor(opts: SandboxVendorOptions = {}): Promi
       requests.length = 0;
     },
     async close() {
-      if (closing) return;
-      closing = true;
       for (const timer of timers) clearTimeout(timer);
       timers.clear();
-      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      for (const socket of sockets) socket.destroy();
-      await closed;
+      await listening.close();
     },
   };
 }
