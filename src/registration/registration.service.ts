@@ -99,7 +99,7 @@ export function createRegistrationService(deps: RegistrationServiceDeps) {
   /**
    * Marks the meter points of these accounts, a chunk of accounts per transaction, and enqueues the
    * attempts started. Answers how many meter points were marked and how many were not (an attempt
-   * already under way, on supply). Nothing without a gateway.
+   * already under way, on supply). Its callers check first that a gateway is configured.
    */
   async function markAccounts(
     accountIds: readonly string[],
