@@ -10,7 +10,7 @@ import { createDocumentStore, type DocumentStore } from './documents/document-st
 import { createLogger, type Logger } from './log.js';
 import { createRedisConnections } from './redis.js';
 import type { OnAccountsCreated, RegistrationQueue, StageQueue } from './ports.js';
-import { closeQueues, createQueues, enqueueRegistrations, enqueueWelcomeEmails, stageQueueOf, type Queues } from './queue/queues.js';
+import { assertQueuesReachable, closeQueues, createQueues, enqueueRegistrations, enqueueWelcomeEmails, stageQueueOf, type Queues } from './queue/queues.js';
 import { createPaymentVendorClient, type PaymentVendorClient } from './vendors/payment-vendor.js';
 import {
   createInProgressMarkers,
@@ -119,7 +119,7 @@ export function createDeps(config: Config, overrides: DepsOverrides = {}): Deps 
     vendors,
     reference: createReferenceData(referenceDb),
     queues,
-    ports: { stageQueue: stageQueueOf(queues), onAccountsCreated: (ids) => enqueueWelcomeEmails(queues, ids), registrationQueue: { enqueue: (jobs) => enqueueRegistrations(queues, jobs) } },
+    ports: { stageQueue: stageQueueOf(queues), onAccountsCreated: (ids) => enqueueWelcomeEmails(queues, ids), registrationQueue: { enqueue: (jobs) => enqueueRegistrations(queues, jobs), assertReachable: () => assertQueuesReachable(queues) } },
     close,
   };
 }

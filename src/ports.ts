@@ -60,6 +60,8 @@ export interface StageQueue {
 /** Where marked meter points' registration requests and withdrawals are sent (BullMQ in src/queue/): one job per attempt. */
 export interface RegistrationQueue {
   enqueue(jobs: ReadonlyArray<{ requestId: string; kind: 'request' | 'withdrawal' }>): Promise<void>;
+  /** Resolves when the queue's Redis answers; 503 service_unavailable otherwise (asked before anything is marked). */
+  assertReachable(): Promise<void>;
 }
 
 /** What the domain tells the queue once accounts have committed: their welcome e-mails are sent. */

@@ -195,6 +195,7 @@ export async function runRegistration(env: BenchEnv, opts: RegistrationOptions):
       enqueueMs += performance.now() - t;
       chunks++;
     },
+    assertReachable: () => marking.deps.ports.registrationQueue.assertReachable(),
   };
   const tMark = performance.now();
   const marked = await createRegistrationService({ db: marking.deps.db, queue, gateway: gw }).markAccounts(accountIds);

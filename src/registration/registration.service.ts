@@ -72,6 +72,8 @@ export function createRegistrationService(deps: RegistrationServiceDeps) {
       if (points.length === 0) throw flowNotFound(`No meter points found for ${ext}.`)();
       return answer(points.map((p) => ({ ...p, request_id: null })), 'No registration gateway is configured.');
     }
+    // Nothing is marked while Redis is away: the request would wait for a job nobody can enqueue (503).
+    await deps.queue.assertReachable();
     const marked = await deps.db.transaction().execute(async (trx) => {
       const rows = await markMeterPoints(trx, [account.id]);
       const started = rows.filter((r) => r.request_id !== null);
@@ -125,6 +127,7 @@ export function createRegistrationService(deps: RegistrationServiceDeps) {
     if (!batch || !reaches(batch.supplier_code)) throw new AppError(404, 'batch_not_found', `Batch '${batchId}' does not exist.`);
     if (batch.dry_run) throw new AppError(400, 'batch_is_dry_run', `Batch '${batchId}' is a dry run: it created no account to register.`);
     if (!deps.gateway) throw new AppError(400, 'registration_flow_error', 'No registration gateway is configured.');
+    await deps.queue.assertReachable();
     let after = 0;
     const accounts: string[] = [];
     for (;;) {
@@ -146,6 +149,7 @@ export function createRegistrationService(deps: RegistrationServiceDeps) {
     const flowNotFound = (detail: string) => () => new RegistrationNotFound({ external_account_number: ext, import_supplier_code: supplierCode, error_detail: detail });
     const account = await accountOf(supplierCode, ext, flowNotFound(`Account not found for ${ext}.`));
     if (!deps.gateway) throw new AppError(400, 'registration_flow_error', 'No registration gateway is configured.');
+    await deps.queue.assertReachable();
     const rows = await deps.db.transaction().execute(async (trx) => {
       const found = await requestWithdrawals(trx, account.id, mpxn);
       const asked = found.filter((r) => r.request_id !== null);
@@ -172,6 +176,7 @@ export function createRegistrationService(deps: RegistrationServiceDeps) {
    */
   async function resendFailed(scope: { batchId: string } | { supplierCode: string }): Promise<{ marked: number; not_marked: number }> {
     if (!deps.gateway) throw new AppError(400, 'registration_flow_error', 'No registration gateway is configured.');
+    await deps.queue.assertReachable();
     if ('batchId' in scope) {
       const accounts = await accountsWithFailedRegistration(deps.db, { batchId: scope.batchId });
       return markAccounts(accounts, { action: 'registration.resend', kind: 'batch', target: scope.batchId }, FAILED_REGISTRATION);

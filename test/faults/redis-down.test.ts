@@ -32,7 +32,15 @@ describe('Redis silent: requests answer 503 instead of hanging', () => {
 
   beforeAll(async () => {
     silent = await startSilentServer();
-    ctx = await createTestContext({ env: { REDIS_URL: silent.url('redis'), PROCESS_CONCURRENCY_LIMIT: '2' } });
+    ctx = await createTestContext({
+      env: {
+        REDIS_URL: silent.url('redis'),
+        PROCESS_CONCURRENCY_LIMIT: '2',
+        // A registration gateway is configured (never reached here: nothing is marked while Redis is silent).
+        REGISTRATION_GATEWAY_URL: 'http://127.0.0.1:9',
+        REGISTRATION_GATEWAY_KEY: 'never-used-gateway-key',
+      },
+    });
     await ctx.createSupplier('RD');
     await ctx.createTeam('Team');
     // ObtainToken needs Redis (its limiter): sign a token the way it would.
@@ -81,6 +89,33 @@ describe('Redis silent: requests answer 503 instead of hanging', () => {
     expect(JSON.parse(res.body)).toMatchObject({ code: 'service_unavailable' });
     expect(ms).toBeLessThan(ANSWER_WITHIN_MS);
     expect((await ctx.tableCounts()).accounts).toBe(0);
+  });
+
+  it('marking meter points for registration answers 503 and marks nothing', async () => {
+    // An imported account with one meter point, written directly (importing one needs Redis).
+    const team = await ctx.deps.db.selectFrom('operations_teams').select('id').executeTakeFirstOrThrow();
+    const supplier = await ctx.deps.db.selectFrom('import_suppliers').select('id').where('code', '=', 'RD').executeTakeFirstOrThrow();
+    const account = await ctx.deps.db
+      .insertInto('accounts')
+      .values({ number: 'A-0000AD01', import_supplier_id: supplier.id, external_account_number: 'RD-REG', operations_team_id: team.id, account_type: 'DOMESTIC', communication_preference: 'ONLINE' } as never)
+      .returning('id')
+      .executeTakeFirstOrThrow();
+    const address = await ctx.deps.db
+      .insertInto('supply_addresses')
+      .values({ account_id: account.id, position: 0, supply_address1: '1 Road', supply_postcode: 'W1F 9DE', customer_at_supply_address_from_date: '2026-01-01' } as never)
+      .returning('id')
+      .executeTakeFirstOrThrow();
+    await ctx.deps.db
+      .insertInto('meter_points')
+      .values({ account_id: account.id, supply_address_id: address.id, supply_type: 'ELECTRICITY', identifier: '1900000000001', supply_start_date: '2026-01-01', mpid: 'TENT', position: 0 } as never)
+      .execute();
+    const { res, ms } = await timed(() => ctx.app.inject({ method: 'POST', url: '/v1/data-import/send-registration-flows/RD/RD-REG/', headers: auth }));
+    expect(res.statusCode, res.body).toBe(503);
+    expect(JSON.parse(res.body)).toMatchObject({ code: 'service_unavailable', errors: [] });
+    expect(ms).toBeLessThan(ANSWER_WITHIN_MS);
+    const point = await ctx.deps.db.selectFrom('meter_points').select(['registration_status', 'registration_request_id']).where('identifier', '=', '1900000000001').executeTakeFirstOrThrow();
+    expect(point).toEqual({ registration_status: 'PRE_REGISTRATION', registration_request_id: null });
+    expect((await ctx.tableCounts()).registration_attempts).toBe(0);
   });
 
   it('ObtainToken answers 503 service_unavailable (its sign-in limiter lives in Redis)', async () => {
