@@ -172,10 +172,12 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps, s
           };
           // The token travels in the form, before the file: checked before a byte of the file is stored.
           (request as { body: unknown }).body = { _csrf: field('_csrf') };
-          await new Promise<void>((resolve, reject) => {
-            pages.csrfProtection(request, reply, (err?: Error) => (err ? reject(err) : resolve()));
-            if (reply.sent) reject(new AppError(403, 'csrf_failed', 'This form has expired or did not come from this console: reload the page and try again.'));
+          // The check answers a refusal itself (through the error handler: the 403 page) and then never calls back.
+          const passed = await new Promise<boolean>((resolve, reject) => {
+            pages.csrfProtection(request, reply, (err?: Error) => (err ? reject(err) : resolve(true)));
+            if (reply.sent) resolve(false);
           });
+          if (!passed) return reply;
           const supplier = field('import_supplier') ?? '';
           const team = field('operations_team_name') ?? '';
           const result = await asOperator(request, () =>
