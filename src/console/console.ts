@@ -29,6 +29,7 @@ import { listSuppliers, setSupplierStatus } from '../imports/suppliers/supplier.
 import { STAGES } from '../pipeline/routing.js';
 import { projectRoot } from '../project-root.js';
 import { listDeliveries, listWebhooks } from '../webhooks/deliveries.repository.js';
+import { FAILED_REGISTRATION } from '../registration/registration.repository.js';
 import { CONSOLE_PREFIX, createSignIn, registerConsoleAuth, safeNext } from './auth.js';
 import { accountItems, BATCH_STATES, batchCountsBySupplier, completionSeries, failureGroups, listBatches, registrationFunnel, searchItems } from './queries.js';
 
@@ -327,18 +328,22 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps, s
           await asOperator(request, () => services.registration.registerBatch(batch.id));
           return reply.redirect(`${CONSOLE_PREFIX}/batches/${batch.id}`, 303);
         });
-        const resendNote = 'Each meter point whose registration was refused, rejected or objected to gets a new attempt (a new request id); fix the cause first (the reason is listed), or it fails again.';
-        pages.get('/batches/:id/registration/resend', { config: { consoleActs: true } }, async (request, reply) => {
-          const batch = await findBatch(request);
-          const funnel = await registrationFunnel(deps.db, { batchId: batch.id });
+        /** The confirmation of a re-send, counting the failed meter points exactly (the funnel's list of them is capped). */
+        const resendConfirm = async (request: FastifyRequest, reply: FastifyReply, scope: { batchId: string } | { supplierId: string }, what: string, base: string) => {
+          const funnel = await registrationFunnel(deps.db, scope);
+          const failed = funnel.statuses.filter((s) => (FAILED_REGISTRATION as readonly string[]).includes(s.status)).reduce((n, s) => n + s.count, 0);
           return registrationConfirm(request, reply, {
             title: 'Re-send failed registrations',
-            message: `Re-send the ${funnel.problems.length === 200 ? '200 or more' : funnel.problems.length} failed registration(s) of batch ${batch.id}?`,
-            note: resendNote,
-            action: `${CONSOLE_PREFIX}/batches/${batch.id}/registration/resend`,
-            back: `${CONSOLE_PREFIX}/batches/${batch.id}`,
+            message: `Re-send the ${FORMAT.n(failed)} failed registration(s) of ${what}?`,
+            note: 'Each meter point whose registration was refused, rejected or objected to gets a new attempt (a new request id); fix the cause first (the reason is listed), or it fails again.',
+            action: `${base}/registration/resend`,
+            back: base,
             button: 'Re-send',
           });
+        };
+        pages.get('/batches/:id/registration/resend', { config: { consoleActs: true } }, async (request, reply) => {
+          const batch = await findBatch(request);
+          return resendConfirm(request, reply, { batchId: batch.id }, `batch ${batch.id}`, `${CONSOLE_PREFIX}/batches/${batch.id}`);
         });
         pages.post('/batches/:id/registration/resend', csrf, async (request, reply) => {
           const batch = await findBatch(request);
@@ -347,15 +352,7 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps, s
         });
         pages.get('/suppliers/:code/registration/resend', { config: { consoleActs: true } }, async (request, reply) => {
           const s = await mustSupplier(request);
-          const funnel = await registrationFunnel(deps.db, { supplierId: s.id });
-          return registrationConfirm(request, reply, {
-            title: 'Re-send failed registrations',
-            message: `Re-send the ${funnel.problems.length === 200 ? '200 or more' : funnel.problems.length} failed registration(s) of supplier ${s.code}?`,
-            note: resendNote,
-            action: `${CONSOLE_PREFIX}/suppliers/${encodeURIComponent(s.code)}/registration/resend`,
-            back: `${CONSOLE_PREFIX}/suppliers/${encodeURIComponent(s.code)}`,
-            button: 'Re-send',
-          });
+          return resendConfirm(request, reply, { supplierId: s.id }, `supplier ${s.code}`, `${CONSOLE_PREFIX}/suppliers/${encodeURIComponent(s.code)}`);
         });
         pages.post('/suppliers/:code/registration/resend', csrf, async (request, reply) => {
           const s = await mustSupplier(request);
