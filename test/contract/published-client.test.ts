@@ -1,16 +1,15 @@
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { ErrorObject } from 'ajv';
 import createClient from 'openapi-fetch';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { projectRoot } from '../../src/project-root.js';
-import { createTestContext, type TestContext } from '../helpers/context.js';
-import { FAKE_VENDOR_API_KEY, startFakeVendor, type FakeVendor } from '../helpers/fake-vendor.js';
+import type { TestContext } from '../helpers/context.js';
+import type { FakeVendor } from '../helpers/fake-vendor.js';
 import { accountPayload } from '../helpers/fixtures.js';
-import { mixedTransactions } from '../http/extras/setup.js';
+import { createExtrasHarness, mixedTransactions, type ExtrasHarness } from '../http/extras/setup.js';
 import type { components, paths } from './published-client.generated.js';
 import { loadPublishedDocument, PUBLISHED_DOCUMENT } from './published-document.js';
 
@@ -170,7 +169,7 @@ function expectEnvelope(res: { response: Response; error?: unknown }, status: nu
 
 let ctx: TestContext;
 let vendor: FakeVendor;
-let docsDir: string;
+let harness: ExtrasHarness;
 let client: ReturnType<typeof createClient<paths>>;
 
 type Account = components['schemas']['EnergyAccount'];
@@ -187,35 +186,17 @@ async function importAccount(ext: string): Promise<string> {
   return processed.data!.kraken_account_number!;
 }
 
-/** The service listening on loopback, with a supplier, a team, documents and the sandbox payment vendor (as test/http/extras/setup.ts). */
+/** The service listening on loopback, with the document's supplier and vendor, a team, documents and the sandbox payment vendor. */
 beforeAll(async () => {
-  docsDir = await mkdtemp(path.join(tmpdir(), 'published-client-docs-'));
-  vendor = await startFakeVendor();
-  ctx = await createTestContext({
-    now: NOW,
-    env: {
-      DOCUMENTS_DIR: docsDir,
-      PAYMENT_VENDORS: JSON.stringify({ [VENDOR]: { base_url: vendor.baseUrl, api_key: FAKE_VENDOR_API_KEY } }),
-      PAYMENT_VENDOR_TIMEOUT_MS: '300',
-      PAYMENT_VENDOR_RETRIES: '2',
-    },
-    deps: { vendorBackoffMs: { min: 10, max: 50 } },
-  });
-  await ctx.createSupplier(SUPPLIER, { documentsRoot: DOCS_ROOT });
-  await ctx.createTeam(TEAM);
-  await ctx.deps.documents.put(`${DOCS_ROOT}/statements/2025-01.pdf`, '%PDF-1.4\n%âãÏÓ\n1 0 obj\n<<>>\nendobj\n');
-  await ctx.deps.documents.put(`${DOCS_ROOT}/notes/letter.pdf`, '%PDF-1.4\nletter\n');
+  harness = await createExtrasHarness({ now: NOW, supplier: SUPPLIER, team: TEAM, vendor: VENDOR, docsRoot: DOCS_ROOT });
+  ctx = harness.ctx;
+  vendor = harness.vendor;
+  await harness.putDocument('statements/2025-01.pdf', '%PDF-1.4\n%âãÏÓ\n1 0 obj\n<<>>\nendobj\n');
+  await harness.putDocument('notes/letter.pdf', '%PDF-1.4\nletter\n');
   const baseUrl = await ctx.app.listen({ host: '127.0.0.1', port: 0 });
-  client = createClient<paths>({ baseUrl, headers: await ctx.authHeaders() });
+  client = createClient<paths>({ baseUrl, headers: harness.auth });
 });
-afterAll(async () => {
-  try {
-    await ctx?.close();
-  } finally {
-    await vendor?.close();
-    await rm(docsDir, { recursive: true, force: true });
-  }
-});
+afterAll(async () => harness?.close());
 
 describe('the generated client', () => {
   it('is what openapi-typescript writes today from test/fixtures/published/openapi.yml (npm run contract:client)', () => {

@@ -58,9 +58,14 @@ export interface ExtrasHarness {
 
 /**
  * One service instance for an extras suite: its own database, a fresh local documents folder,
- * the sandbox vendor over real HTTP, a fixed clock, the main supplier, a team and a token.
+ * the sandbox vendor over real HTTP, a fixed clock, the main supplier, a team and a token (their
+ * codes and names as given, EXTRAS_CO and the others above by default).
  */
-export async function createExtrasHarness(opts: { now?: Date } = {}): Promise<ExtrasHarness> {
+export async function createExtrasHarness(
+  opts: { now?: Date; supplier?: string; team?: string; vendor?: string; docsRoot?: string } = {},
+): Promise<ExtrasHarness> {
+  // The main supplier, its team, its documents root and the vendor code the sandbox vendor answers as.
+  const { supplier: main = S, team = TEAM, vendor: vendorCode = VENDOR, docsRoot = DOCS_ROOT } = opts;
   const docsDir = await mkdtemp(path.join(tmpdir(), 'extras-docs-'));
   const vendor = await startFakeVendor();
   let ctx: TestContext;
@@ -69,7 +74,7 @@ export async function createExtrasHarness(opts: { now?: Date } = {}): Promise<Ex
       now: opts.now ?? NOW,
       env: {
         DOCUMENTS_DIR: docsDir,
-        PAYMENT_VENDORS: JSON.stringify({ [VENDOR]: { base_url: vendor.baseUrl, api_key: FAKE_VENDOR_API_KEY } }),
+        PAYMENT_VENDORS: JSON.stringify({ [vendorCode]: { base_url: vendor.baseUrl, api_key: FAKE_VENDOR_API_KEY } }),
         PAYMENT_VENDOR_TIMEOUT_MS: '300',
         PAYMENT_VENDOR_RETRIES: '2',
       },
@@ -80,8 +85,8 @@ export async function createExtrasHarness(opts: { now?: Date } = {}): Promise<Ex
     await rm(docsDir, { recursive: true, force: true });
     throw err;
   }
-  await ctx.createSupplier(S, { documentsRoot: DOCS_ROOT });
-  await ctx.createTeam(TEAM);
+  await ctx.createSupplier(main, { documentsRoot: docsRoot });
+  await ctx.createTeam(team);
   let auth = await ctx.authHeaders();
 
   const post = async (url: string, payload: unknown, o: PostOptions = {}): Promise<LightMyRequestResponse> => {
@@ -94,7 +99,7 @@ export async function createExtrasHarness(opts: { now?: Date } = {}): Promise<Ex
     });
   };
 
-  const stageAccount = async (ext: string, overrides: AccountOverrides = {}, supplier = S): Promise<void> => {
+  const stageAccount = async (ext: string, overrides: AccountOverrides = {}, supplier = main): Promise<void> => {
     const staged = await post('/v1/data-import/account-import-process/create-or-update/', accountPayload(supplier, ext, overrides));
     expect(staged.statusCode, staged.body).toBe(201);
   };
@@ -112,17 +117,17 @@ export async function createExtrasHarness(opts: { now?: Date } = {}): Promise<Ex
     },
     post,
     stageAccount,
-    async importAccount(ext, overrides = {}, supplier = S) {
+    async importAccount(ext, overrides = {}, supplier = main) {
       await stageAccount(ext, overrides, supplier);
       const processed = await post('/v1/data-import/account-import-process/process/', {
         external_account_number: ext,
         import_supplier_code: supplier,
-        operations_team_name: TEAM,
+        operations_team_name: team,
       });
       expect(processed.statusCode, processed.body).toBe(201);
       return (processed.json() as { service_account_number: string }).service_account_number;
     },
-    async accountId(ext, supplier = S) {
+    async accountId(ext, supplier = main) {
       const row = await ctx.deps.db
         .selectFrom('accounts as a')
         .innerJoin('import_suppliers as s', 's.id', 'a.import_supplier_id')
@@ -136,7 +141,7 @@ export async function createExtrasHarness(opts: { now?: Date } = {}): Promise<Ex
       await ctx.deps.db.updateTable('import_suppliers').set({ status }).where('code', '=', code).execute();
     },
     async putDocument(relativePath, body) {
-      await ctx.deps.documents.put(`${DOCS_ROOT}/${relativePath}`, body);
+      await ctx.deps.documents.put(`${docsRoot}/${relativePath}`, body);
     },
     async rows<T extends Record<string, unknown>>(sql: string, params: unknown[] = []) {
       return (await ctx.deps.pool.query(sql, params)).rows as T[];
